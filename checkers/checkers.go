@@ -1,0 +1,214 @@
+// Package checkers judges a run after the fact: from the client history and
+// the store's log it decides whether the lock kept the counter safe, and
+// names the clients, tokens and times that show it when it did not.
+//
+// Every checker is a pure function of its Input, so a run can be re-checked
+// from its files alone and gets the same verdict every time.
+package checkers
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// Verdict is a checker's conclusion.
+type Verdict string
+
+const (
+	Valid   Verdict = "valid"
+	Invalid Verdict = "invalid"
+	// Unknown means the checker could not decide, or its evidence disagrees
+	// with itself; it is never a pass.
+	Unknown Verdict = "unknown"
+	// Skipped means the property does not apply to this run (a lock without
+	// fencing tokens has no token order to check); it does not affect the
+	// overall verdict.
+	Skipped Verdict = "skipped"
+)
+
+// Input is what a run leaves behind.
+type Input struct {
+	History []history.Event `json:"history"`
+	Store   []store.Entry   `json:"store"`
+	// Key is the counter's key; "" takes every key.
+	Key string `json:"key"`
+}
+
+// Anomaly is one piece of evidence against a run.
+type Anomaly struct {
+	Kind      string   `json:"kind"`
+	Message   string   `json:"message"`
+	Events    []int64  `json:"events,omitempty"`     // history indexes
+	StoreSeqs []int64  `json:"store_seqs,omitempty"` // store log seqs
+	Clients   []string `json:"clients,omitempty"`
+	Tokens    []int64  `json:"tokens,omitempty"`
+	// Time is when the decisive event happened, in ns since the run's epoch.
+	Time int64 `json:"time"`
+}
+
+// Result is one checker's verdict and its evidence.
+type Result struct {
+	Checker string  `json:"checker"`
+	Valid   Verdict `json:"valid"`
+	Summary string  `json:"summary"`
+	// Reason says why the verdict is unknown or skipped.
+	Reason string           `json:"reason,omitempty"`
+	Counts map[string]int64 `json:"counts"`
+	// Anomalies holds at most maxAnomalies entries; Counts has the totals.
+	Anomalies []Anomaly `json:"anomalies,omitempty"`
+}
+
+// Checker judges one property of a run.
+type Checker interface {
+	Name() string
+	Check(Input) Result
+}
+
+// maxAnomalies bounds the evidence kept per checker: a broken lock can
+// produce thousands of identical anomalies, and the first ones tell the story.
+const maxAnomalies = 100
+
+// All returns every checker, in the order results are reported.
+// linearTimeout bounds the linearizability search; 0 means no bound.
+func All(linearTimeout time.Duration) []Checker {
+	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}}
+}
+
+// Overall combines verdicts: any invalid result makes the run invalid, and
+// a run is valid only if something was actually checked and passed.
+func Overall(rs []Result) Verdict {
+	var valid, unknown bool
+	for _, r := range rs {
+		switch r.Valid {
+		case Invalid:
+			return Invalid
+		case Valid:
+			valid = true
+		case Skipped:
+		default:
+			unknown = true
+		}
+	}
+	if unknown || !valid {
+		return Unknown
+	}
+	return Valid
+}
+
+func newResult(name string) Result {
+	return Result{Checker: name, Counts: map[string]int64{}}
+}
+
+// add records an anomaly, keeping only the first maxAnomalies; count is the
+// Counts key that tallies every one of them.
+func (r *Result) add(count string, a Anomaly) {
+	r.Counts[count]++
+	if len(r.Anomalies) < maxAnomalies {
+		r.Anomalies = append(r.Anomalies, a)
+	}
+}
+
+// zero makes counts that did not occur show up as 0 in results.json.
+func zero(counts map[string]int64, keys ...string) {
+	for _, k := range keys {
+		counts[k] += 0
+	}
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// op is an invocation paired with its completion, or a lone event that was
+// never invoked (lease-lost).
+type op struct {
+	process string
+	f       string
+	call    history.Event
+	// ret is the completion; for a lone event it is the event itself, and
+	// for an invocation that never completed it is the invocation.
+	ret history.Event
+	// typ is ok, fail or info; an invocation that never completed is info.
+	typ  history.Type
+	lone bool
+	// done is false for an invocation the run stopped before completing.
+	done bool
+}
+
+// pair matches completions to invocations. A process has at most one
+// outstanding operation, so the next completion of the same f on the same
+// process is the one; events arrive per process in order even though the
+// whole history is only nearly time-ordered. Ops come out in the order of
+// their invocations, nemesis events excluded.
+func pair(h []history.Event) []op {
+	var ops []op
+	pending := map[string]int{}
+	for _, e := range h {
+		if e.Process == history.Nemesis {
+			continue
+		}
+		if e.Type == history.Invoke {
+			// An invocation still pending here never completed; it stays info.
+			ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: history.Info})
+			pending[e.Process] = len(ops) - 1
+			continue
+		}
+		if i, ok := pending[e.Process]; ok && ops[i].f == e.F {
+			ops[i].ret, ops[i].typ, ops[i].done = e, e.Type, true
+			delete(pending, e.Process)
+			continue
+		}
+		ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: e.Type, lone: true, done: true})
+	}
+	return ops
+}
+
+// onKey reports whether a read or write op touches key; other ops are on
+// every key.
+func (o op) onKey(key string) bool {
+	if key == "" || (o.f != history.Read && o.f != history.Write) {
+		return true
+	}
+	return o.call.Key == key
+}
+
+func storeOnKey(log []store.Entry, key string) []store.Entry {
+	if key == "" {
+		return log
+	}
+	var out []store.Entry
+	for _, e := range log {
+		if e.Key == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// reqEvents maps each req to the history indexes of the events carrying it,
+// so store log entries can point back into the history.
+func reqEvents(h []history.Event) map[string][]int64 {
+	m := map[string][]int64{}
+	for _, e := range h {
+		if e.Req != "" {
+			m[e.Req] = append(m[e.Req], e.Index)
+		}
+	}
+	return m
+}
+
+// endOfHistory is the latest time in h: an operation whose outcome is unknown
+// may take effect at any moment up to it.
+func endOfHistory(h []history.Event) int64 {
+	var end int64
+	for _, e := range h {
+		end = max(end, e.Time)
+	}
+	return end
+}

@@ -1,0 +1,253 @@
+package clusters
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Node is one container of a cluster.
+type Node struct {
+	Name string // host name on the run's network, e.g. "redis", "store", "c1"
+	Role string // "redis", "store", "client"
+	Cmd  []string
+	Caps []string // Linux capabilities beyond Docker's default set
+	ID   string
+}
+
+// Cluster is the containers of one run on their private network.
+type Cluster struct {
+	eng     *Engine
+	runID   string
+	image   string
+	network string
+
+	mu    sync.Mutex
+	nodes map[string]*Node
+}
+
+// New creates the run's private network. Nothing is started yet.
+func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error) {
+	c := &Cluster{eng: eng, runID: runID, image: image, network: "lockbench-" + runID, nodes: map[string]*Node{}}
+	_, err := eng.NetworkCreate(ctx, c.network, network.CreateOptions{
+		Driver: "bridge",
+		// Internal: the run's containers reach one another and nothing else.
+		Internal: true,
+		Labels:   map[string]string{Label: runID},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create network %s: %w", c.network, err)
+	}
+	return c, nil
+}
+
+// RunID is the value of the run's label.
+func (c *Cluster) RunID() string { return c.runID }
+
+// Start creates and starts n.
+func (c *Cluster) Start(ctx context.Context, n Node) error {
+	resp, err := c.eng.ContainerCreate(ctx,
+		&container.Config{
+			Image:    c.image,
+			Cmd:      n.Cmd,
+			Hostname: n.Name,
+			Labels:   map[string]string{Label: c.runID, Label + ".node": n.Name, Label + ".role": n.Role},
+		},
+		&container.HostConfig{
+			NetworkMode: container.NetworkMode(c.network),
+			CapAdd:      n.Caps,
+		},
+		&network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			c.network: {Aliases: []string{n.Name}},
+		}},
+		nil, c.network+"-"+n.Name)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", n.Name, err)
+	}
+	n.ID = resp.ID
+	c.mu.Lock()
+	c.nodes[n.Name] = &n
+	c.mu.Unlock()
+	if err := c.eng.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+func (c *Cluster) node(name string) (*Node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("no node %q in this cluster", name)
+	}
+	return n, nil
+}
+
+// Signal sends sig (e.g. "SIGSTOP") to the node's main process.
+func (c *Cluster) Signal(ctx context.Context, name, sig string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if err := c.eng.ContainerKill(ctx, n.ID, sig); err != nil {
+		return fmt.Errorf("%s to %s: %w", sig, name, err)
+	}
+	return nil
+}
+
+// Exec runs cmd in the node and returns its standard output; a non-zero exit
+// is an error carrying its standard error.
+func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return "", err
+	}
+	ex, err := c.eng.ContainerExecCreate(ctx, n.ID, container.ExecOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", fmt.Errorf("exec in %s: %w", name, err)
+	}
+	att, err := c.eng.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", fmt.Errorf("exec in %s: %w", name, err)
+	}
+	defer att.Close()
+	var out, errOut bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errOut, att.Reader); err != nil {
+		return "", fmt.Errorf("exec in %s: %w", name, err)
+	}
+	ins, err := c.eng.ContainerExecInspect(ctx, ex.ID)
+	if err != nil {
+		return "", fmt.Errorf("exec in %s: %w", name, err)
+	}
+	if ins.ExitCode != 0 {
+		return out.String(), fmt.Errorf("%s in %s exited %d: %s", strings.Join(cmd, " "), name, ins.ExitCode, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), nil
+}
+
+// WaitReady runs probe in the node until it succeeds or timeout passes.
+func (c *Cluster) WaitReady(ctx context.Context, name string, timeout time.Duration, probe ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if _, last = c.Exec(ctx, name, probe...); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %s: %w", name, timeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Lines follows the node's standard output from its start, calling fn for
+// each line, until the container exits or ctx ends. Standard error goes to
+// errw.
+func (c *Cluster) Lines(ctx context.Context, name string, errw io.Writer, fn func([]byte)) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	rc, err := c.eng.ContainerLogs(ctx, n.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", name, err)
+	}
+	defer rc.Close()
+	pr, pw := io.Pipe()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(pw, errw, rc)
+		pw.CloseWithError(err)
+		copied <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fn(sc.Bytes())
+	}
+	scanErr := sc.Err()
+	pr.Close()
+	if err := <-copied; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.ErrClosedPipe) {
+		return fmt.Errorf("logs of %s: %w", name, err)
+	}
+	if scanErr != nil {
+		return fmt.Errorf("logs of %s: %w", name, scanErr)
+	}
+	return nil
+}
+
+// Logs returns everything the node wrote so far, both streams interleaved.
+func (c *Cluster) Logs(ctx context.Context, name string) ([]byte, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.eng.ContainerLogs(ctx, n.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true})
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", name, err)
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Wait blocks until the node's container exits and returns its exit code.
+func (c *Cluster) Wait(ctx context.Context, name string) (int64, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return 0, err
+	}
+	okc, errc := c.eng.ContainerWait(ctx, n.ID, container.WaitConditionNotRunning)
+	select {
+	case r := <-okc:
+		return r.StatusCode, nil
+	case err := <-errc:
+		return 0, fmt.Errorf("wait for %s: %w", name, err)
+	}
+}
+
+// ReadFile copies one regular file out of the node (running or stopped).
+func (c *Cluster) ReadFile(ctx context.Context, name, path string) ([]byte, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return nil, err
+	}
+	rc, _, err := c.eng.CopyFromContainer(ctx, n.ID, path)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s from %s: %w", path, name, err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	if _, err := tr.Next(); err != nil {
+		return nil, fmt.Errorf("copy %s from %s: %w", path, name, err)
+	}
+	data, err := io.ReadAll(tr)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s from %s: %w", path, name, err)
+	}
+	return data, nil
+}
+
+// Down removes every container and the network of the run, whatever state
+// they are in.
+func (c *Cluster) Down(ctx context.Context) error {
+	_, err := c.eng.RemoveRuns(ctx, c.runID)
+	return err
+}

@@ -1,0 +1,98 @@
+// Package clusters brings lock services up and down as containers on a
+// private Docker network, one network and one label value per run.
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+)
+
+// Label is the label key every container and network of a run carries; its
+// value is the run id.
+const Label = "lockbench"
+
+// Engine is a connection to a Docker engine.
+type Engine struct {
+	*client.Client
+	Version string
+}
+
+// Connect reaches the engine named by DOCKER_HOST (or the local socket). The
+// engine may be older than this client, so the API version is negotiated.
+func Connect(ctx context.Context) (*Engine, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := cli.ServerVersion(ctx)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker engine not reachable at %s: %w", cli.DaemonHost(), err)
+	}
+	return &Engine{Client: cli, Version: v.Version}, nil
+}
+
+// Leftover is a container or network labelled by some run.
+type Leftover struct {
+	Kind, Name, RunID string
+}
+
+// RemoveRuns removes every container and network whose label value is runID,
+// or that carries the label at all when runID is empty. It returns what it
+// removed; it keeps going past errors and returns the first.
+func (e *Engine) RemoveRuns(ctx context.Context, runID string) ([]Leftover, error) {
+	f := filters.NewArgs()
+	if runID == "" {
+		f.Add("label", Label)
+	} else {
+		f.Add("label", Label+"="+runID)
+	}
+	var removed []Leftover
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	keep(err)
+	for _, c := range cs {
+		// A frozen process cannot be killed cleanly by every runtime; wake
+		// it first so removal never leaves it behind.
+		_ = e.ContainerKill(ctx, c.ID, "SIGCONT")
+		if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+			keep(fmt.Errorf("remove container %s: %w", name(c.Names), err))
+			continue
+		}
+		removed = append(removed, Leftover{Kind: "container", Name: name(c.Names), RunID: c.Labels[Label]})
+	}
+	ns, err := e.NetworkList(ctx, network.ListOptions{Filters: f})
+	keep(err)
+	for _, n := range ns {
+		if err := e.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
+			keep(fmt.Errorf("remove network %s: %w", n.Name, err))
+			continue
+		}
+		removed = append(removed, Leftover{Kind: "network", Name: n.Name, RunID: n.Labels[Label]})
+	}
+	return removed, first
+}
+
+func name(names []string) string {
+	if len(names) == 0 {
+		return "?"
+	}
+	n := names[0]
+	if len(n) > 0 && n[0] == '/' {
+		n = n[1:]
+	}
+	return n
+}

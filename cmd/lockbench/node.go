@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/store"
+	"github.com/lockbench/lockbench/workloads"
+)
+
+// The commands below run inside the node containers.
+
+func newWorkerCmd() *cobra.Command {
+	var (
+		cfg                  workloads.CounterConfig
+		redisAddr, storeAddr string
+		ttl                  time.Duration
+		seed                 int64
+	)
+	cmd := &cobra.Command{
+		Use:    "worker",
+		Short:  "Run one client of the workload, printing its events as JSON lines",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer cancel()
+			cfg.Rand = rand.New(rand.NewPCG(uint64(seed), 0))
+			lock := locks.NewRedis(locks.RedisConfig{
+				Addr: redisAddr, Key: cfg.Key, Owner: cfg.Process, TTL: ttl,
+				Retry: 20 * time.Millisecond, Rand: rand.New(rand.NewPCG(uint64(seed), 1)),
+			})
+			defer lock.Close()
+			var mu sync.Mutex
+			enc := json.NewEncoder(os.Stdout)
+			emit := func(e history.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				_ = enc.Encode(e)
+			}
+			workloads.Counter(stop, cfg, lock, store.NewClient(storeAddr, cfg.OpTimeout), emit)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Process, "process", "", "this client's name")
+	f.StringVar(&redisAddr, "redis", "redis:6379", "Redis address")
+	f.StringVar(&storeAddr, "store", "store:7000", "store address")
+	f.StringVar(&cfg.Key, "key", "x", "key of the counter and name of the lock")
+	f.DurationVar(&ttl, "ttl", 2*time.Second, "lease time to live")
+	f.Int64Var(&seed, "seed", 0, "seed of this client's random choices")
+	f.Int64Var(&cfg.Epoch, "epoch", 0, "the run's start on CLOCK_MONOTONIC, in ns")
+	f.DurationVar(&cfg.WorkMax, "work-max", 200*time.Millisecond, "upper bound of the random work")
+	f.DurationVar(&cfg.OpTimeout, "op-timeout", time.Second, "timeout of each store request and release")
+	f.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "bound of one wait for the lock")
+	return cmd
+}
+
+func newStoreCmd() *cobra.Command {
+	var listen, fence, logPath string
+	var epoch int64
+	cmd := &cobra.Command{
+		Use:    "store",
+		Short:  "Serve the resource store",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			f, err := store.ParseFence(fence)
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+				return fail(exitHarness, fmt.Errorf("store log directory: %w", err))
+			}
+			srv, err := store.NewServer(f, logPath, epoch)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fail(exitHarness, fmt.Errorf("store listen: %w", err))
+			}
+			ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer cancel()
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+			go func() {
+				<-ctx.Done()
+				_ = hs.Close()
+			}()
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fail(exitHarness, fmt.Errorf("store: %w", err))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", ":7000", "address to listen on")
+	f.StringVar(&fence, "fence", "none", "fence mode: none, writes, all")
+	f.StringVar(&logPath, "log", "/var/lib/lockbench/store.log", "append-only log of every request")
+	f.Int64Var(&epoch, "epoch", 0, "the run's start on CLOCK_MONOTONIC, in ns")
+	return cmd
+}
+
+func newHealthCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "health ADDR",
+		Short:  "Exit 0 when the store at ADDR answers",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := store.NewClient(args[0], time.Second).Healthy(ctx); err != nil {
+				return fail(exitHarness, err)
+			}
+			return nil
+		},
+	}
+}

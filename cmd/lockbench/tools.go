@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/runner"
+)
+
+func newCheckCmd() *cobra.Command {
+	var checkTO time.Duration
+	cmd := &cobra.Command{
+		Use:   "check DIR",
+		Short: "Re-run every checker on a stored run and rewrite its results (no Docker needed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if checkTO <= 0 {
+				return fail(exitUsage, fmt.Errorf("--check-timeout must be positive, got %s", checkTO))
+			}
+			rep, err := runner.Check(args[0], checkTO)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			rep.Print(os.Stdout)
+			return verdictExit(rep.Verdict)
+		},
+	}
+	cmd.Flags().DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search")
+	return cmd
+}
+
+func newCleanCmd() *cobra.Command {
+	var runID string
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove the containers and networks that earlier runs left behind",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			ctx := context.Background()
+			eng, err := clusters.Connect(ctx)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			defer eng.Close()
+			removed, err := eng.RemoveRuns(ctx, runID)
+			for _, l := range removed {
+				fmt.Printf("removed %s %s (run %s)\n", l.Kind, l.Name, l.RunID)
+			}
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			if len(removed) == 0 {
+				fmt.Println("nothing to remove")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run", "", "remove only what this run id left (default: every run)")
+	return cmd
+}
+
+func newImagesCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "images", Short: "Manage the locally built node image"}
+	var method, mirror string
+	var force bool
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the node image (Debian's redis-server, fault tools, this binary) if missing",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			m, err := images.ParseMethod(method)
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
+			}
+			ctx := context.Background()
+			eng, err := clusters.Connect(ctx)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			defer eng.Close()
+			tag, err := images.Ensure(ctx, eng.Client, images.Options{Binary: bin, Method: m, Mirror: mirror, Force: force, Log: os.Stdout})
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			fmt.Println(tag)
+			return nil
+		},
+	}
+	build.Flags().BoolVar(&force, "force", false, "rebuild the base and the node image even if present")
+	addImageFlags(build.Flags(), &method, &mirror)
+	cmd.AddCommand(build)
+	return cmd
+}
+
+func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
+	f.StringVar(method, "image-method", "auto", "how to make the Debian base: auto, dockerfile (FROM debian:bookworm-slim), debootstrap (no registry)")
+	f.StringVar(mirror, "debian-mirror", envOr("LOCKBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian"), "Debian mirror for debootstrap")
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

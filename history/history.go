@@ -1,0 +1,191 @@
+// Package history holds the events a run records: Jepsen's invoke/ok/fail/info
+// vocabulary, one JSON object per line, timed on the kernel's monotonic clock.
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Type is the kind of an event, as in Jepsen: an invocation, and its completion
+// as ok (it happened), fail (it certainly did not happen) or info (unknown).
+type Type string
+
+const (
+	Invoke Type = "invoke"
+	OK     Type = "ok"
+	Fail   Type = "fail"
+	Info   Type = "info"
+)
+
+// Operation names used in events.
+const (
+	Acquire   = "acquire"
+	Read      = "read"
+	Write     = "write"
+	Release   = "release"
+	LeaseLost = "lease-lost"
+	// Nemesis operations: a fault starts and a fault is healed.
+	Start = "start"
+	Stop  = "stop"
+)
+
+// Nemesis is the process name of the fault injector.
+const Nemesis = "nemesis"
+
+// Event is one line of history.jsonl.
+type Event struct {
+	Index   int64  `json:"index"`
+	Time    int64  `json:"time"` // nanoseconds since the run's epoch
+	Process string `json:"process"`
+	Type    Type   `json:"type"`
+	F       string `json:"f"`
+	Key     string `json:"key,omitempty"`
+	// Value is the value read, or the value a write tries to store.
+	Value *int64 `json:"value,omitempty"`
+	// Token is the fencing token the lock issued (acquire ok) or that the
+	// request carried (read, write); 0 means none.
+	Token int64 `json:"token,omitempty"`
+	// Req joins a read or write to the store's log entry for it.
+	Req string `json:"req,omitempty"`
+	// Fault and Targets describe a nemesis event.
+	Fault   string   `json:"fault,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Int returns a pointer to v, for Event.Value.
+func Int(v int64) *int64 { return &v }
+
+// Mono reads CLOCK_MONOTONIC. Every container of a run shares the engine's
+// kernel, so readings from the harness, the clients and the store compare
+// directly; Go's own monotonic clock is private to each process.
+func Mono() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(CLOCK_MONOTONIC): %v", err))
+	}
+	return ts.Nano()
+}
+
+// Writer appends events to a file as they happen, one write per event, so a
+// crash of the harness leaves every event recorded so far on disk.
+type Writer struct {
+	mu   sync.Mutex
+	f    *os.File
+	next int64
+	err  error
+}
+
+// Create opens path for a new history.
+func Create(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create history: %w", err)
+	}
+	return &Writer{f: f}, nil
+}
+
+// Append numbers e and writes it; it returns the event as written.
+func (w *Writer) Append(e Event) (Event, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return e, w.err
+	}
+	e.Index = w.next
+	line, err := json.Marshal(e)
+	if err != nil {
+		return e, fmt.Errorf("encode event: %w", err)
+	}
+	if _, err := w.f.Write(append(line, '\n')); err != nil {
+		w.err = fmt.Errorf("write history: %w", err)
+		return e, w.err
+	}
+	w.next++
+	return e, nil
+}
+
+// Close closes the file.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("close history: %w", err)
+	}
+	return nil
+}
+
+// ErrTruncated marks a history whose last line is incomplete, as a crash of
+// the harness can leave it; the events before it are returned with it.
+var ErrTruncated = errors.New("history ends in an incomplete line")
+
+// Decode reads a history. A malformed line in the middle is an error naming
+// it; an incomplete last line returns the events before it and ErrTruncated.
+func Decode(r io.Reader) ([]Event, error) {
+	var events []Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var pendingErr error
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		if pendingErr != nil {
+			return nil, pendingErr
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			// Only the last line may be cut short; decide once we know.
+			pendingErr = fmt.Errorf("history line %d: %w", n, err)
+			continue
+		}
+		if err := e.validate(); err != nil {
+			return nil, fmt.Errorf("history line %d: %w", n, err)
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	if pendingErr != nil {
+		return events, fmt.Errorf("%w (%v)", ErrTruncated, pendingErr)
+	}
+	return events, nil
+}
+
+// DecodeFile reads a history file.
+func DecodeFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	return Decode(f)
+}
+
+func (e Event) validate() error {
+	switch e.Type {
+	case Invoke, OK, Fail, Info:
+	default:
+		return fmt.Errorf("event %d: unknown type %q", e.Index, e.Type)
+	}
+	if e.Process == "" {
+		return fmt.Errorf("event %d: no process", e.Index)
+	}
+	if e.F == "" {
+		return fmt.Errorf("event %d: no f", e.Index)
+	}
+	return nil
+}
+
+// Seconds formats an event time for people.
+func Seconds(t int64) string { return fmt.Sprintf("%.3f s", float64(t)/1e9) }

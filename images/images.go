@@ -1,0 +1,243 @@
+// Package images builds the one node image every container of a run uses:
+// Debian's redis-server, the tools faults need, and the lockbench binary
+// (client worker and resource store). It builds offline: with no registry
+// the Debian base comes from debootstrap and `docker import`.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+)
+
+// BaseTag names the Debian base with the node's packages. The suffix changes
+// whenever Packages does, so an old base is never reused by mistake.
+const BaseTag = "lockbench-base:bookworm-1"
+
+// NodeRepo is the repository of node images; each tag is a content hash of
+// the base and the binary, and "latest" follows the newest build.
+const NodeRepo = "lockbench-node"
+
+// Packages are installed in the base: the server under test and what faults
+// need (ip and iptables for partitions, ps and kill for process faults).
+var Packages = []string{"redis-server", "iproute2", "iptables", "procps"}
+
+// Method picks how the base is made.
+type Method string
+
+const (
+	Auto        Method = "auto"       // Dockerfile when debian:bookworm-slim can be had, else debootstrap
+	Dockerfile  Method = "dockerfile" // FROM debian:bookworm-slim, apt-get install
+	Debootstrap Method = "debootstrap"
+)
+
+// ParseMethod validates a method name.
+func ParseMethod(s string) (Method, error) {
+	switch m := Method(s); m {
+	case Auto, Dockerfile, Debootstrap:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown base method %q (want auto, dockerfile or debootstrap)", s)
+}
+
+// Options configure a build.
+type Options struct {
+	Binary string // the lockbench binary to put in the image
+	Method Method
+	Mirror string // Debian mirror for debootstrap
+	Force  bool   // rebuild even when the images exist
+	Log    io.Writer
+}
+
+// Ensure returns the node image for opts.Binary, building the base and the
+// node image only when they are missing.
+func Ensure(ctx context.Context, cli *client.Client, opts Options) (string, error) {
+	tag, err := nodeTag(opts.Binary)
+	if err != nil {
+		return "", err
+	}
+	if !opts.Force && exists(ctx, cli, tag) {
+		return tag, nil
+	}
+	if opts.Force || !exists(ctx, cli, BaseTag) {
+		if err := buildBase(ctx, cli, opts); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(opts.Log, "building %s\n", tag)
+	if err := buildNode(ctx, cli, opts.Binary, tag); err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
+func exists(ctx context.Context, cli *client.Client, ref string) bool {
+	_, err := cli.ImageInspect(ctx, ref)
+	return err == nil
+}
+
+func nodeTag(binary string) (string, error) {
+	f, err := os.Open(binary)
+	if err != nil {
+		return "", fmt.Errorf("open lockbench binary: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.WriteString(h, BaseTag+"\n")
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash lockbench binary: %w", err)
+	}
+	return NodeRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+func buildBase(ctx context.Context, cli *client.Client, opts Options) error {
+	method := opts.Method
+	if method == Auto {
+		method = Debootstrap
+		if canHaveSlim(ctx, cli, opts.Log) {
+			method = Dockerfile
+		}
+	}
+	switch method {
+	case Dockerfile:
+		fmt.Fprintf(opts.Log, "building %s FROM debian:bookworm-slim\n", BaseTag)
+		df := "FROM debian:bookworm-slim\n" +
+			"RUN apt-get update && apt-get install -y --no-install-recommends " + strings.Join(Packages, " ") +
+			" && rm -rf /var/lib/apt/lists/*\n"
+		return dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(df)}, []string{BaseTag})
+	default:
+		return debootstrapBase(ctx, cli, opts)
+	}
+}
+
+// canHaveSlim reports whether debian:bookworm-slim is present or can be
+// pulled; with no registry the pull fails fast, or times out.
+func canHaveSlim(ctx context.Context, cli *client.Client, log io.Writer) bool {
+	if exists(ctx, cli, "debian:bookworm-slim") {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := cli.ImagePull(ctx, "debian:bookworm-slim", image.PullOptions{})
+	if err == nil {
+		err = jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
+		rc.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(log, "debian:bookworm-slim cannot be had (%v); using debootstrap\n", firstLine(err))
+		return false
+	}
+	return true
+}
+
+func debootstrapBase(ctx context.Context, cli *client.Client, opts Options) error {
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return errors.New("no registry base image and no debootstrap: install Debian's debootstrap package (apt-get install debootstrap)")
+	}
+	dir, err := os.MkdirTemp("", "lockbench-rootfs-")
+	if err != nil {
+		return fmt.Errorf("rootfs dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(opts.Log, "building %s with debootstrap from %s (about a minute)\n", BaseTag, opts.Mirror)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase",
+		"--include="+strings.Join(Packages, ","), "bookworm", dir, opts.Mirror)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("debootstrap: %w: %s", err, lastLines(out.String(), 5))
+	}
+	for _, junk := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
+		entries, _ := os.ReadDir(dir + "/" + junk)
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				os.Remove(dir + "/" + junk + "/" + e.Name())
+			}
+		}
+	}
+	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", dir, "-c", ".")
+	stream, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("tar rootfs: %w", err)
+	}
+	if err := tarCmd.Start(); err != nil {
+		return fmt.Errorf("tar rootfs: %w", err)
+	}
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: stream, SourceName: "-"}, BaseTag, image.ImportOptions{})
+	if err == nil {
+		err = jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
+		rc.Close()
+	}
+	if werr := tarCmd.Wait(); err == nil && werr != nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("import base image: %w", err)
+	}
+	return nil
+}
+
+func buildNode(ctx context.Context, cli *client.Client, binary, tag string) error {
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("read lockbench binary: %w", err)
+	}
+	df := "FROM " + BaseTag + "\nCOPY lockbench /usr/local/bin/lockbench\n"
+	return dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(df), "lockbench": bin},
+		[]string{tag, NodeRepo + ":latest"})
+}
+
+func dockerBuild(ctx context.Context, cli *client.Client, files map[string][]byte, tags []string) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, data := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data))}); err != nil {
+			return fmt.Errorf("build context: %w", err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			return fmt.Errorf("build context: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("build context: %w", err)
+	}
+	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
+		Tags: tags, Remove: true, ForceRemove: true, Version: build.BuilderV1,
+		Labels: map[string]string{"org.opencontainers.image.title": "lockbench node"},
+	})
+	if err != nil {
+		return fmt.Errorf("build %s: %w", tags[0], err)
+	}
+	defer resp.Body.Close()
+	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, io.Discard, 0, false, nil); err != nil {
+		return fmt.Errorf("build %s: %w", tags[0], err)
+	}
+	return nil
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

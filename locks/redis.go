@@ -1,0 +1,164 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The lock is SET NX PX with a value unique to the holding; the fencing token
+// is an INCR done in the same script, so a token exists exactly when the lock
+// was taken and tokens follow the order in which Redis granted the lock.
+var (
+	acquireScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return 0`)
+	releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+	renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`)
+)
+
+// RedisConfig configures a single-Redis lock client.
+type RedisConfig struct {
+	Addr  string
+	Key   string // the lock's key; its token counter is Key + ":token"
+	Owner string // this client's name, part of every holding's value
+	TTL   time.Duration
+	// Retry is the mean pause between attempts to take a held lock.
+	Retry time.Duration
+	Rand  *rand.Rand
+}
+
+// Redis is the single-instance Redis lock.
+type Redis struct {
+	cfg  RedisConfig
+	rdb  *redis.Client
+	seq  int
+	rand *rand.Rand
+}
+
+// NewRedis connects lazily to cfg.Addr.
+func NewRedis(cfg RedisConfig) *Redis {
+	rdb := redis.NewClient(&redis.Options{
+		Addr: cfg.Addr,
+		// A retried script may run twice; one attempt keeps outcomes honest.
+		MaxRetries:   -1,
+		DialTimeout:  cfg.TTL / 2,
+		ReadTimeout:  cfg.TTL / 4,
+		WriteTimeout: cfg.TTL / 4,
+		PoolSize:     4,
+	})
+	return &Redis{cfg: cfg, rdb: rdb, rand: cfg.Rand}
+}
+
+// Close closes the connection pool.
+func (r *Redis) Close() error { return r.rdb.Close() }
+
+// Acquire tries SET NX until it succeeds or ctx ends.
+func (r *Redis) Acquire(ctx context.Context) (Lease, error) {
+	r.seq++
+	value := fmt.Sprintf("%s:%d", r.cfg.Owner, r.seq)
+	keys := []string{r.cfg.Key, r.cfg.Key + ":token"}
+	for {
+		token, err := acquireScript.Run(ctx, r.rdb, keys, value, r.cfg.TTL.Milliseconds()).Int64()
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil, fmt.Errorf("%w: %w", ErrUnknown, err)
+			}
+			return nil, fmt.Errorf("%w: acquire: %w", ErrUnknown, err)
+		}
+		if token > 0 {
+			return r.newLease(value, token), nil
+		}
+		// Jitter keeps waiting clients from retrying in lock step.
+		wait := r.cfg.Retry/2 + time.Duration(r.rand.Int64N(int64(r.cfg.Retry)+1))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrNotAcquired, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+type redisLease struct {
+	r      *Redis
+	value  string
+	token  int64
+	lost   chan struct{}
+	once   sync.Once
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+func (r *Redis) newLease(value string, token int64) *redisLease {
+	l := &redisLease{r: r, value: value, token: token,
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renew()
+	return l
+}
+
+func (l *redisLease) Token() (int64, bool)  { return l.token, true }
+func (l *redisLease) Lost() <-chan struct{} { return l.lost }
+
+func (l *redisLease) markLost() { l.once.Do(func() { close(l.lost) }) }
+
+// renew extends the lease every third of the TTL, as lock users do while
+// their critical section runs. A renewal that finds the key gone or owned by
+// another holding means the lease is lost; renewals that keep failing with
+// errors lose it once a whole TTL has passed since the last good one.
+func (l *redisLease) renew() {
+	defer close(l.done)
+	ttl := l.r.cfg.TTL
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	lastGood := time.Now()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		n, err := renewScript.Run(ctx, l.r.rdb, []string{l.r.cfg.Key}, l.value, ttl.Milliseconds()).Int64()
+		cancel()
+		switch {
+		case err == nil && n == 1:
+			lastGood = time.Now()
+		case err == nil:
+			l.markLost()
+			return
+		case time.Since(lastGood) > ttl:
+			l.markLost()
+			return
+		}
+	}
+}
+
+func (l *redisLease) Release(ctx context.Context) error {
+	l.closed.Do(func() { close(l.stop) })
+	<-l.done
+	n, err := releaseScript.Run(ctx, l.r.rdb, []string{l.r.cfg.Key}, l.value).Int64()
+	if err != nil {
+		return fmt.Errorf("%w: release: %w", ErrUnknown, err)
+	}
+	if n == 0 {
+		l.markLost()
+		return ErrNotHeld
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+// Package nemesis injects faults into a running test on a seeded schedule and
+// heals them: every injection and heal is recorded in the history.
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// Fault is one kind of fault. Heal must undo everything Inject did and be
+// safe to call at any time, any number of times: it is also how a run that
+// ends early (error, Ctrl-C) leaves nothing broken.
+type Fault interface {
+	Name() string
+	// Inject starts the fault and returns what it hit. ErrNoTarget means
+	// there was nothing to hit this time.
+	Inject(ctx context.Context, r *rand.Rand) (targets []string, err error)
+	Heal(ctx context.Context) error
+}
+
+// ErrNoTarget means a fault found nothing to act on before its wait ended.
+var ErrNoTarget = errors.New("no target")
+
+// Schedule says when faults happen.
+type Schedule struct {
+	// Interval is the mean quiet time between the end of one fault and the
+	// start of the next; each gap is drawn uniformly from [Interval/2, 3*Interval/2].
+	Interval time.Duration
+	// Duration is how long each fault lasts.
+	Duration time.Duration
+}
+
+// Recorder stamps and stores a nemesis event.
+type Recorder func(history.Event)
+
+// Run injects faults until ctx ends, healing each after the schedule's
+// duration. The rng alone decides gaps and which fault comes next, so the
+// same seed gives the same schedule.
+func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record Recorder) error {
+	if len(faults) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	for {
+		gap := s.Interval/2 + time.Duration(r.Int64N(int64(s.Interval)+1))
+		if !sleep(ctx, gap) {
+			return nil
+		}
+		f := faults[r.IntN(len(faults))]
+		record(history.Event{Process: history.Nemesis, Type: history.Invoke, F: history.Start, Fault: f.Name()})
+		targets, err := f.Inject(ctx, r)
+		switch {
+		case errors.Is(err, ErrNoTarget) || (err != nil && ctx.Err() != nil):
+			record(history.Event{Process: history.Nemesis, Type: history.Fail, F: history.Start, Fault: f.Name(), Error: err.Error()})
+			continue
+		case err != nil:
+			// A half-injected fault is healed before the error is returned.
+			heal(f, record)
+			return fmt.Errorf("inject %s: %w", f.Name(), err)
+		}
+		record(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: f.Name(), Targets: targets})
+		sleep(ctx, s.Duration)
+		if err := heal(f, record); err != nil {
+			return err
+		}
+	}
+}
+
+// heal runs on a fresh context: the run's may already be cancelled, and a
+// fault must be healed regardless.
+func heal(f Fault, record Recorder) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	record(history.Event{Process: history.Nemesis, Type: history.Invoke, F: history.Stop, Fault: f.Name()})
+	if err := f.Heal(ctx); err != nil {
+		record(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Stop, Fault: f.Name(), Error: err.Error()})
+		return fmt.Errorf("heal %s: %w", f.Name(), err)
+	}
+	record(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Stop, Fault: f.Name()})
+	return nil
+}
+
+// HealAll heals every fault, whatever state the schedule was in; it returns
+// the first error after trying them all.
+func HealAll(ctx context.Context, faults []Fault) error {
+	var first error
+	for _, f := range faults {
+		if err := f.Heal(ctx); err != nil && first == nil {
+			first = fmt.Errorf("heal %s: %w", f.Name(), err)
+		}
+	}
+	return first
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,139 @@
+// Package runner runs one test: it brings the cluster up, runs the workload
+// and the nemesis, collects the history and the store's log into the run's
+// results directory, tears everything down and checks what was recorded.
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/store"
+)
+
+// Backends and workloads this build knows.
+var (
+	Backends  = []string{"redis"}
+	Workloads = []string{"counter"}
+	Nemeses   = []string{"none", "pause"}
+)
+
+// Config is what a user chooses for a run; it is stored in test.json.
+type Config struct {
+	Backend         string      `json:"backend"`
+	Workload        string      `json:"workload"`
+	Nemesis         []string    `json:"nemesis"`
+	Fence           store.Fence `json:"fence"`
+	TTL             Duration    `json:"ttl"`
+	TimeLimit       Duration    `json:"time_limit"`
+	Concurrency     int         `json:"concurrency"`
+	Seed            int64       `json:"seed"`
+	NemesisInterval Duration    `json:"nemesis_interval"`
+	PauseDuration   Duration    `json:"pause_duration"`
+	WorkMax         Duration    `json:"work_max"`
+	OpTimeout       Duration    `json:"op_timeout"`
+	CheckTimeout    Duration    `json:"check_timeout"`
+}
+
+// Key is the key of the shared resource, and the lock's name.
+const Key = "x"
+
+// ErrUsage marks a configuration error: exit code 254.
+var ErrUsage = errors.New("bad arguments")
+
+// Validate reports the first configuration error, wrapped in ErrUsage.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+	}
+	if !contains(Backends, c.Backend) {
+		return bad("unknown backend %q (want one of %s)", c.Backend, strings.Join(Backends, ", "))
+	}
+	if !contains(Workloads, c.Workload) {
+		return bad("unknown workload %q (want one of %s)", c.Workload, strings.Join(Workloads, ", "))
+	}
+	if len(c.Nemesis) == 0 {
+		c.Nemesis = []string{"none"}
+	}
+	for _, n := range c.Nemesis {
+		if !contains(Nemeses, n) {
+			return bad("unknown nemesis %q (want one of %s)", n, strings.Join(Nemeses, ", "))
+		}
+		if n == "none" && len(c.Nemesis) > 1 {
+			return bad("nemesis none cannot be combined with other faults")
+		}
+	}
+	if _, err := store.ParseFence(string(c.Fence)); err != nil {
+		return bad("%v", err)
+	}
+	// Renewals run every TTL/3 and Redis calls are bounded by TTL/4: below
+	// 100 ms these are shorter than a container's scheduling noise.
+	if c.TTL.D() < 100*time.Millisecond {
+		return bad("--ttl must be at least 100ms, got %s", c.TTL.D())
+	}
+	if c.TimeLimit.D() <= 0 {
+		return bad("--time-limit must be positive, got %s", c.TimeLimit.D())
+	}
+	if c.Concurrency < 1 || c.Concurrency > 64 {
+		return bad("--concurrency must be between 1 and 64, got %d", c.Concurrency)
+	}
+	if c.NemesisInterval.D() <= 0 {
+		return bad("--nemesis-interval must be positive, got %s", c.NemesisInterval.D())
+	}
+	if c.PauseDuration.D() <= 0 {
+		return bad("--pause-duration must be positive, got %s", c.PauseDuration.D())
+	}
+	if c.WorkMax.D() < 0 {
+		return bad("--work-max must not be negative, got %s", c.WorkMax.D())
+	}
+	if c.OpTimeout.D() <= 0 {
+		return bad("--op-timeout must be positive, got %s", c.OpTimeout.D())
+	}
+	if c.CheckTimeout.D() <= 0 {
+		return bad("--check-timeout must be positive, got %s", c.CheckTimeout.D())
+	}
+	return nil
+}
+
+// TestName names the test for the results tree, e.g. redis-counter-pause-fence-none.
+func (c *Config) TestName() string {
+	return fmt.Sprintf("%s-%s-%s-fence-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
+}
+
+// Faulty reports whether the run injects faults.
+func (c *Config) Faulty() bool { return !(len(c.Nemesis) == 1 && c.Nemesis[0] == "none") }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Duration is a time.Duration written as "2s" in JSON, so test.json reads
+// as the command line did.
+type Duration time.Duration
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// holders follows, from the clients' events, which of them believe they hold
+// the lock: from a successful acquire until they start releasing it or learn
+// that the lease is gone.
+type holders struct {
+	mu      sync.Mutex
+	held    map[string]bool
+	changed chan struct{}
+}
+
+func newHolders() *holders {
+	return &holders{held: map[string]bool{}, changed: make(chan struct{})}
+}
+
+func (h *holders) observe(e history.Event) {
+	var holds bool
+	switch {
+	case e.F == history.Acquire && e.Type == history.OK:
+		holds = true
+	case e.F == history.Release && e.Type == history.Invoke, e.F == history.LeaseLost:
+		holds = false
+	default:
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if holds {
+		h.held[e.Process] = true
+	} else {
+		delete(h.held, e.Process)
+	}
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// WaitHolder implements nemesis.Holders. With several holders (only possible
+// once exclusion is already broken) it picks the first by name, so the
+// choice does not depend on map order.
+func (h *holders) WaitHolder(ctx context.Context) (string, error) {
+	for {
+		h.mu.Lock()
+		names := make([]string, 0, len(h.held))
+		for n := range h.held {
+			names = append(names, n)
+		}
+		changed := h.changed
+		h.mu.Unlock()
+		if len(names) > 0 {
+			sort.Strings(names)
+			return names[0], nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-changed:
+		}
+	}
+}

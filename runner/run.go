@@ -1,0 +1,350 @@
+package runner
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+// Files of a run's results directory.
+const (
+	TestFile    = "test.json"
+	HistoryFile = "history.jsonl"
+	StoreFile   = "store.log"
+	ResultsFile = "results.json"
+	LogsDir     = "logs"
+)
+
+const (
+	storeAddr = "store:7000"
+	redisAddr = "redis:6379"
+	// storeLogPath is where the store keeps its log inside its container.
+	storeLogPath = "/var/lib/lockbench/store.log"
+)
+
+// ErrInterrupted is returned, with the report of what was recorded, when
+// the run was stopped before its time limit.
+var ErrInterrupted = errors.New("run interrupted")
+
+// Options are how to run, as opposed to what to test.
+type Options struct {
+	Results     string // root of the results tree
+	Binary      string // the lockbench binary that goes into the node image
+	ImageMethod images.Method
+	Mirror      string
+	Out         io.Writer // progress for people
+}
+
+// Test is test.json: everything needed to understand and re-check a run.
+type Test struct {
+	Name     string            `json:"name"`
+	RunID    string            `json:"run_id"`
+	Start    time.Time         `json:"start"`
+	Config   Config            `json:"config"`
+	Image    string            `json:"image"`
+	Versions map[string]string `json:"versions"`
+}
+
+type run struct {
+	cfg     Config
+	opts    Options
+	dir     string
+	epoch   int64
+	hist    *history.Writer
+	holders *holders
+	cluster *clusters.Cluster
+	faults  []nemesis.Fault
+	clients []string
+
+	ops, acquired, faultsInjected atomic.Int64
+	histErr                       atomic.Pointer[error]
+}
+
+// Run runs one test and checks it. The cluster is torn down and every fault
+// healed before it returns, whatever happened.
+func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	eng, err := clusters.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	image, err := images.Ensure(ctx, eng.Client, images.Options{
+		Binary: opts.Binary, Method: opts.ImageMethod, Mirror: opts.Mirror, Log: opts.Out,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node image: %w", err)
+	}
+
+	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Config: cfg, Image: image,
+		Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
+	dir := filepath.Join(opts.Results, test.Name, test.Start.Format("20060102T150405.000Z"))
+	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	hist, err := history.Create(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, opts: opts, dir: dir, epoch: history.Mono(), hist: hist, holders: newHolders()}
+	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
+
+	cluster, err := clusters.New(ctx, eng, test.RunID, image)
+	if err != nil {
+		hist.Close()
+		return nil, err
+	}
+	r.cluster = cluster
+	interrupted := false
+	defer func() {
+		if terr := r.teardown(); terr != nil && err == nil {
+			err = terr
+		}
+		if err != nil && !interrupted {
+			return
+		}
+		var cerr error
+		rep, cerr = Check(dir, cfg.CheckTimeout.D())
+		if cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	if err := r.up(ctx, &test); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
+		return nil, err
+	}
+	interrupted, err = r.workload(ctx)
+	if err == nil && interrupted {
+		err = ErrInterrupted
+	}
+	return nil, err
+}
+
+func newRunID() string {
+	b := make([]byte, 4)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// up starts the lock service and the store and waits until both answer.
+func (r *run) up(ctx context.Context, test *Test) error {
+	epoch := strconv.FormatInt(r.epoch, 10)
+	if err := r.cluster.Start(ctx, clusters.Node{Name: "redis", Role: "redis", Cmd: []string{
+		"redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no",
+	}}); err != nil {
+		return err
+	}
+	if err := r.cluster.Start(ctx, clusters.Node{Name: "store", Role: "store", Cmd: []string{
+		"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath, "--epoch", epoch,
+	}}); err != nil {
+		return err
+	}
+	if err := r.cluster.WaitReady(ctx, "redis", 30*time.Second, "redis-cli", "ping"); err != nil {
+		return err
+	}
+	if err := r.cluster.WaitReady(ctx, "store", 30*time.Second, "lockbench", "health", "127.0.0.1:7000"); err != nil {
+		return err
+	}
+	if v, err := r.cluster.Exec(ctx, "redis", "redis-server", "--version"); err == nil {
+		test.Versions["redis"] = strings.TrimSpace(v)
+	}
+	return nil
+}
+
+// workload runs the clients and the nemesis for the time limit, then stops
+// the clients and waits for their last events. It reports whether ctx ended
+// first.
+func (r *run) workload(ctx context.Context) (bool, error) {
+	seeds := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0))
+	var followers sync.WaitGroup
+	followErrs := make(chan error, r.cfg.Concurrency)
+	for i := 1; i <= r.cfg.Concurrency; i++ {
+		name := fmt.Sprintf("c%d", i)
+		if err := r.cluster.Start(ctx, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64())}); err != nil {
+			return false, err
+		}
+		r.clients = append(r.clients, name)
+		logFile, err := os.Create(filepath.Join(r.dir, LogsDir, name+".log"))
+		if err != nil {
+			return false, fmt.Errorf("client log: %w", err)
+		}
+		followers.Add(1)
+		go func() {
+			defer followers.Done()
+			defer logFile.Close()
+			// The follower's context is not the run's: after Ctrl-C the
+			// clients' last events must still be read.
+			if err := r.cluster.Lines(context.Background(), name, logFile, func(line []byte) { r.clientLine(name, line, logFile) }); err != nil {
+				followErrs <- err
+			}
+		}()
+	}
+
+	if r.cfg.Faulty() {
+		r.faults = []nemesis.Fault{&nemesis.PauseHolder{Nodes: r.cluster, Holders: r.holders}}
+	}
+	limit, cancel := context.WithTimeout(ctx, r.cfg.TimeLimit.D())
+	defer cancel()
+	nemDone := make(chan error, 1)
+	go func() {
+		sched := nemesis.Schedule{Interval: r.cfg.NemesisInterval.D(), Duration: r.cfg.PauseDuration.D()}
+		nemDone <- nemesis.Run(limit, sched, r.faults, rand.New(rand.NewPCG(uint64(r.cfg.Seed), 1)), r.nemesisEvent)
+	}()
+
+	status := time.NewTicker(5 * time.Second)
+	defer status.Stop()
+	began := time.Now()
+	var nemErr error
+wait:
+	for {
+		select {
+		case <-limit.Done():
+			break wait
+		case nemErr = <-nemDone:
+			nemDone = nil
+			if nemErr != nil {
+				cancel()
+			}
+		case <-status.C:
+			fmt.Fprintf(r.opts.Out, "  %4.0fs/%s  ops %d  holds %d  faults %d\n",
+				time.Since(began).Seconds(), r.cfg.TimeLimit.D(), r.ops.Load(), r.acquired.Load(), r.faultsInjected.Load())
+		}
+	}
+	interrupted := ctx.Err() != nil
+	if nemDone != nil {
+		nemErr = <-nemDone
+	}
+	r.stopClients()
+	followers.Wait()
+	close(followErrs)
+	for err := range followErrs {
+		if nemErr == nil {
+			nemErr = err
+		}
+	}
+	if p := r.histErr.Load(); p != nil && nemErr == nil {
+		nemErr = *p
+	}
+	return interrupted, nemErr
+}
+
+func (r *run) workerCmd(name string, seed int64) []string {
+	return []string{"lockbench", "worker",
+		"--process", name, "--redis", redisAddr, "--store", storeAddr, "--key", Key,
+		"--ttl", r.cfg.TTL.D().String(), "--seed", strconv.FormatInt(seed, 10),
+		"--epoch", strconv.FormatInt(r.epoch, 10), "--work-max", r.cfg.WorkMax.D().String(),
+		"--op-timeout", r.cfg.OpTimeout.D().String(), "--acquire-timeout", (5 * r.cfg.TTL.D()).String(),
+	}
+}
+
+// clientLine records one line a client printed: an event, or anything else
+// it said, which goes to its log.
+func (r *run) clientLine(name string, line []byte, log io.Writer) {
+	var e history.Event
+	if err := json.Unmarshal(line, &e); err != nil || e.Process != name {
+		fmt.Fprintf(log, "%s\n", line)
+		return
+	}
+	r.record(e)
+	if e.Type == history.Invoke {
+		r.ops.Add(1)
+	}
+	if e.F == history.Acquire && e.Type == history.OK {
+		r.acquired.Add(1)
+	}
+	r.holders.observe(e)
+}
+
+func (r *run) nemesisEvent(e history.Event) {
+	e.Time = history.Mono() - r.epoch
+	r.record(e)
+	if e.F == history.Start && e.Type == history.Info {
+		r.faultsInjected.Add(1)
+		fmt.Fprintf(r.opts.Out, "  %s: %s %s\n", history.Seconds(e.Time), e.Fault, strings.Join(e.Targets, ","))
+	}
+}
+
+func (r *run) record(e history.Event) {
+	if _, err := r.hist.Append(e); err != nil {
+		r.histErr.CompareAndSwap(nil, &err)
+	}
+}
+
+// stopClients asks every client to finish its cycle and exit, and kills
+// those that do not within a grace period.
+func (r *run) stopClients() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := nemesis.HealAll(ctx, r.faults); err != nil {
+		fmt.Fprintf(r.opts.Out, "heal: %v\n", err)
+	}
+	grace := r.cfg.WorkMax.D() + 3*r.cfg.OpTimeout.D() + 5*time.Second
+	var wg sync.WaitGroup
+	for _, name := range r.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = r.cluster.Signal(ctx, name, "SIGTERM")
+			wctx, wcancel := context.WithTimeout(ctx, grace)
+			defer wcancel()
+			if _, err := r.cluster.Wait(wctx, name); err != nil {
+				_ = r.cluster.Signal(ctx, name, "SIGKILL")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// teardown heals faults, saves the store's log and the nodes' logs, and
+// removes every container and the network of the run.
+func (r *run) teardown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errs := []error{nemesis.HealAll(ctx, r.faults)}
+	if data, err := r.cluster.ReadFile(ctx, "store", storeLogPath); err != nil {
+		errs = append(errs, fmt.Errorf("save store log: %w", err))
+	} else {
+		errs = append(errs, os.WriteFile(filepath.Join(r.dir, StoreFile), data, 0o644))
+	}
+	for _, name := range []string{"redis", "store"} {
+		if data, err := r.cluster.Logs(ctx, name); err == nil {
+			errs = append(errs, os.WriteFile(filepath.Join(r.dir, LogsDir, name+".log"), data, 0o644))
+		}
+	}
+	errs = append(errs, r.cluster.Down(ctx), r.hist.Close())
+	return errors.Join(errs...)
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+// Package workloads holds the client loops that exercise a lock and the
+// resource it protects, recording every step as history events.
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/store"
+)
+
+// Store is the resource the lock protects.
+type Store interface {
+	Read(ctx context.Context, r store.Request) (int64, error)
+	Write(ctx context.Context, r store.Request) error
+}
+
+// CounterConfig configures one client of the counter workload.
+type CounterConfig struct {
+	Process string // "c1", "c2", …
+	Key     string
+	// WorkMax bounds the random work done between read and write.
+	WorkMax time.Duration
+	// AcquireTimeout bounds one wait for the lock.
+	AcquireTimeout time.Duration
+	// OpTimeout bounds each store request and each release.
+	OpTimeout time.Duration
+	Epoch     int64 // the run's start on the monotonic clock
+	Rand      *rand.Rand
+}
+
+// Counter runs acquire → read x → work → write x+1 → release until stop is
+// done, finishing the cycle in progress. Each step is an invoke followed by
+// ok (it happened), fail (it certainly did not) or info (unknown).
+func Counter(stop context.Context, cfg CounterConfig, lock locks.Locker, st Store, emit func(history.Event)) {
+	c := &counter{cfg: cfg, lock: lock, st: st, emit: emit}
+	for stop.Err() == nil {
+		c.cycle(stop)
+	}
+}
+
+type counter struct {
+	cfg  CounterConfig
+	lock locks.Locker
+	st   Store
+	emit func(history.Event)
+	req  int
+}
+
+func (c *counter) event(t history.Type, f string, e history.Event) history.Event {
+	e.Time = history.Mono() - c.cfg.Epoch
+	e.Process = c.cfg.Process
+	e.Type = t
+	e.F = f
+	c.emit(e)
+	return e
+}
+
+// outcome classifies an error the way Jepsen does: only an error that proves
+// the step had no effect is a failure.
+func outcome(err error, definite ...error) history.Type {
+	if err == nil {
+		return history.OK
+	}
+	for _, d := range definite {
+		if errors.Is(err, d) {
+			return history.Fail
+		}
+	}
+	return history.Info
+}
+
+func (c *counter) cycle(stop context.Context) {
+	c.event(history.Invoke, history.Acquire, history.Event{})
+	actx, cancel := context.WithTimeout(stop, c.cfg.AcquireTimeout)
+	lease, err := c.lock.Acquire(actx)
+	cancel()
+	if err != nil {
+		c.event(outcome(err, locks.ErrNotAcquired), history.Acquire, history.Event{Error: err.Error()})
+		return
+	}
+	token, _ := lease.Token()
+	c.event(history.OK, history.Acquire, history.Event{Token: token})
+
+	sectionDone := make(chan struct{})
+	watched := make(chan struct{})
+	go c.watchLease(lease, token, sectionDone, watched)
+
+	c.section(lease, token)
+
+	close(sectionDone)
+	<-watched
+	c.event(history.Invoke, history.Release, history.Event{Token: token})
+	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.OpTimeout)
+	err = lease.Release(rctx)
+	cancel()
+	c.event(outcome(err, locks.ErrNotHeld), history.Release, history.Event{Token: token, Error: errText(err)})
+}
+
+// watchLease records the moment the client learns its lease is gone, while
+// the section still runs: the point where a careful client would stop.
+func (c *counter) watchLease(lease locks.Lease, token int64, sectionDone, watched chan struct{}) {
+	defer close(watched)
+	select {
+	case <-lease.Lost():
+		c.event(history.Info, history.LeaseLost, history.Event{Token: token})
+	case <-sectionDone:
+	}
+}
+
+func (c *counter) section(lease locks.Lease, token int64) {
+	req := c.request(token, 0)
+	c.event(history.Invoke, history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req})
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.OpTimeout)
+	v, err := c.st.Read(ctx, req)
+	cancel()
+	if err != nil {
+		c.event(outcome(err, store.ErrStale), history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Error: err.Error()})
+		return
+	}
+	c.event(history.OK, history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v)})
+
+	time.Sleep(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.WorkMax) + 1)))
+
+	// Like most lock users, the client checks that it still holds the lease
+	// before writing; a pause that lands after this check, or whose end the
+	// renewal has not yet noticed, still lets the stale write through.
+	select {
+	case <-lease.Lost():
+		return
+	default:
+	}
+	req = c.request(token, v+1)
+	c.event(history.Invoke, history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1)})
+	ctx, cancel = context.WithTimeout(context.Background(), c.cfg.OpTimeout)
+	err = c.st.Write(ctx, req)
+	cancel()
+	c.event(outcome(err, store.ErrStale), history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1), Error: errText(err)})
+}
+
+func (c *counter) request(token, value int64) store.Request {
+	c.req++
+	return store.Request{
+		Req: fmt.Sprintf("%s-%d", c.cfg.Process, c.req), Client: c.cfg.Process,
+		Key: c.cfg.Key, Token: token, Value: value,
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
