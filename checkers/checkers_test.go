@@ -248,6 +248,34 @@ func TestLostUpdatesFailedWriteAccepted(t *testing.T) {
 	}
 }
 
+// After the stale write, c4's write of 7 times out but lands: the count
+// (final 7, 7 acknowledged, 1 unknown) is consistent, yet c2's acknowledged
+// write was still erased.
+func TestLostUpdatesAcknowledgedWriteErased(t *testing.T) {
+	in := load(t, "stale-fence-none")
+	n := int64(len(in.History))
+	for i, e := range []history.Event{
+		{Time: 4000e6, Type: history.Invoke, F: history.Acquire},
+		{Time: 4010e6, Type: history.OK, F: history.Acquire, Token: 35},
+		{Time: 4020e6, Type: history.Invoke, F: history.Read, Key: "x", Token: 35, Req: "c4-1"},
+		{Time: 4030e6, Type: history.OK, F: history.Read, Key: "x", Token: 35, Req: "c4-1", Value: history.Int(6)},
+		{Time: 4040e6, Type: history.Invoke, F: history.Write, Key: "x", Token: 35, Req: "c4-2", Value: history.Int(7)},
+		{Time: 5040e6, Type: history.Info, F: history.Write, Key: "x", Token: 35, Req: "c4-2", Error: "timeout"},
+	} {
+		e.Index, e.Process = n+int64(i), "c4"
+		in.History = append(in.History, e)
+	}
+	in.Store = append(in.Store,
+		store.Entry{Seq: 15, Time: 4025e6, Req: "c4-1", Client: "c4", Op: "read", Key: "x", Token: 35, Value: 6, Prev: 6, Outcome: store.Accepted},
+		store.Entry{Seq: 16, Time: 4045e6, Req: "c4-2", Client: "c4", Op: "write", Key: "x", Token: 35, Value: 7, Prev: 6, Outcome: store.Accepted})
+	r := LostUpdates{}.Check(in)
+	wantCounts(t, r, map[string]int64{"acknowledged": 7, "unknown": 1, "final": 7, "lost": 1})
+	if r.Valid != Invalid {
+		t.Fatalf("got %s (%s), want invalid", r.Valid, r.Summary)
+	}
+	wantMentions(t, anomaly(t, r, "lost-update"), "c2's write of 6 (token 34, seq 13, acknowledged)")
+}
+
 func TestChecksAreDeterministic(t *testing.T) {
 	in := load(t, "stale-fence-none")
 	first := checkAll(in)

@@ -65,8 +65,10 @@ func (c Fence) Check(in Input) Result {
 	if len(r.Anomalies) > 0 {
 		r.Valid = Invalid
 	}
-	r.Summary = fmt.Sprintf("%s accepted, %s out of order, %s in %s",
-		plural(r.Counts["stale_accepted"], "stale write"), plural(r.Counts["token_order"], "token"),
+	r.Summary = fmt.Sprintf("%s accepted, %s rejected by the store; %s out of order, %s in %s",
+		plural(r.Counts["stale_accepted"], "stale write"),
+		plural(r.Counts["rejected_writes"]+r.Counts["rejected_reads"], "stale request"),
+		plural(r.Counts["token_order"], "token"),
 		plural(r.Counts["duplicate_token"], "duplicate token"), plural(r.Counts["acquires"], "acquire"))
 	return r
 }

@@ -108,8 +108,9 @@ func Sections(h []history.Event, key string) []Section {
 			closeOpen(o.process)
 		}
 	}
-	for p := range open {
-		out[open[p]].Outcome = NoWrite
+	// The run ended before these sections wrote.
+	for _, i := range open {
+		out[i].Outcome = NoWrite
 	}
 	assignClientIDs(out)
 	return out

@@ -12,12 +12,15 @@ import (
 // LostUpdates counts increments: every acknowledged write adds one to the
 // counter, so the final value must lie between the number of acknowledged
 // writes and that plus the writes whose outcome is unknown. The store log
-// shows which writes erased which.
+// shows which writes erased which; erasing an acknowledged write is a lost
+// update even when an unknown write that landed makes the count come out
+// right.
 type LostUpdates struct{}
 
 func (LostUpdates) Name() string { return "lost-updates" }
 
-// maxErased bounds the erased writes named in one anomaly.
+// maxErased bounds the erased writes named in one anomaly: after a long
+// pause one stale write can erase hundreds, and the first ones tell the story.
 const maxErased = 20
 
 func (c LostUpdates) Check(in Input) Result {
@@ -167,6 +170,11 @@ func clobbers(r *Result, log []store.Entry, reqs map[string][]int64, acked map[s
 			}
 			a.Message = fmt.Sprintf("%s (token %d) wrote %d over %d at %s (store seq %d), %s, erasing %s",
 				e.Client, e.Token, e.Value, e.Prev, history.Seconds(e.Time), e.Seq, based, plural(lost, "increment"))
+			// The anomaly keeps every erased write; the sentence names the
+			// first few so it still reads as one.
+			if len(names) > 3 {
+				names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+			}
 			if len(names) > 0 {
 				a.Message += ": " + strings.Join(names, ", ")
 			}

@@ -15,10 +15,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -82,7 +84,23 @@ func Ensure(ctx context.Context, cli *client.Client, opts Options) (string, erro
 	if err := buildNode(ctx, cli, opts.Binary, tag); err != nil {
 		return "", err
 	}
+	pruneNodes(ctx, cli, tag)
 	return tag, nil
+}
+
+// pruneNodes removes node images of earlier binaries, so that rebuilding on
+// every change of the binary does not fill the disk. An image still used by
+// a container is refused by the engine and stays.
+func pruneNodes(ctx context.Context, cli *client.Client, keep string) {
+	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", NodeRepo))})
+	if err != nil {
+		return
+	}
+	for _, img := range list {
+		if !slices.Contains(img.RepoTags, keep) {
+			_, _ = cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true})
+		}
+	}
 }
 
 func exists(ctx context.Context, cli *client.Client, ref string) bool {

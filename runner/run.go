@@ -109,6 +109,10 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 	r := &run{cfg: cfg, opts: opts, dir: dir, epoch: history.Mono(), hist: hist, holders: newHolders()}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
+	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
+		hist.Close()
+		return nil, err
+	}
 	cluster, err := clusters.New(ctx, eng, test.RunID, image)
 	if err != nil {
 		hist.Close()
@@ -133,6 +137,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 	if err := r.up(ctx, &test); err != nil {
 		return nil, err
 	}
+	// Again, now that the service's version is known.
 	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
 		return nil, err
 	}

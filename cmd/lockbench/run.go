@@ -57,6 +57,12 @@ func newRunCmd() *cobra.Command {
 			go func() {
 				select {
 				case <-ctx.Done():
+					// stop() also ends ctx, after finished is closed.
+					select {
+					case <-finished:
+						return
+					default:
+					}
 					fmt.Fprintln(os.Stderr, "interrupted: healing faults, saving the history, removing containers…")
 				case <-finished:
 				}

@@ -1,0 +1,38 @@
+# lockbench: `make run` for the main job, `make test` for the tests.
+BIN      := bin/lockbench
+RUN_ARGS ?= --backend redis --nemesis pause
+GO_TEST  ?= go test -count=1 -timeout 30m
+
+.PHONY: all build deps images run test unit e2e bench clean
+
+all: build
+
+# A static binary: the same file runs on the host and inside the node image.
+build:
+	CGO_ENABLED=0 go build -o $(BIN) ./cmd/lockbench
+
+# The node image needs debootstrap when no Debian base image can be pulled.
+deps:
+	@command -v debootstrap >/dev/null || { \
+	  echo "installing debootstrap (Debian package)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+
+images: build deps
+	$(BIN) images build
+
+# Exit 1 (invalid) or 2 (unknown) is a verdict, not a failure of the job.
+run: images
+	@$(BIN) run $(RUN_ARGS); s=$$?; [ $$s -le 2 ] || exit $$s
+
+test: deps
+	go vet ./...
+	$(GO_TEST) ./...
+
+unit:
+	$(GO_TEST) -short ./...
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+clean: build
+	$(BIN) clean

@@ -1,0 +1,300 @@
+// Package e2e runs the lockbench binary as a user would, against real
+// containers in the Docker engine, and checks what it decides and leaves.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/store"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockbench-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "lockbench")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/lockbench")
+	// Static, so the same file runs on the host and inside the node image.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build lockbench: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	exit           int
+	stdout, stderr string
+	runID, dir     string
+}
+
+var (
+	runLine = regexp.MustCompile(`run ([0-9a-f]+): \S+, seed -?\d+, results in (\S+)`)
+)
+
+// lockbench runs the binary with args and a results tree in a temporary
+// directory, and returns what it printed and where its run went.
+func lockbench(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts containers")
+	}
+	results := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, append(args, "--results", results)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.exit = ee.ExitCode()
+	default:
+		t.Fatalf("lockbench %v: %v", args, err)
+	}
+	if m := runLine.FindStringSubmatch(r.stdout); m != nil {
+		r.runID, r.dir = m[1], m[2]
+	}
+	t.Logf("lockbench %s → exit %d\n%s%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
+	return r
+}
+
+// assertNothingLeft fails if any container or network of the run remains.
+func assertNothingLeft(t *testing.T, runID string) {
+	t.Helper()
+	if runID == "" {
+		t.Fatal("no run id printed")
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	f := filters.NewArgs(filters.Arg("label", "lockbench="+runID))
+	ctx := context.Background()
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs)+len(ns) > 0 {
+		t.Errorf("run %s left %d containers and %d networks behind", runID, len(cs), len(ns))
+	}
+}
+
+func readReport(t *testing.T, dir string) runner.Report {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, runner.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep runner.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func checker(t *testing.T, rep runner.Report, name string) checkers.Result {
+	t.Helper()
+	for _, r := range rep.Checkers {
+		if r.Checker == name {
+			return r
+		}
+	}
+	t.Fatalf("no %s result in %s", name, runner.ResultsFile)
+	return checkers.Result{}
+}
+
+// pausedClients lists the clients the nemesis froze, from the history.
+func pausedClients(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	events, err := history.DecodeFile(filepath.Join(dir, runner.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := map[string]bool{}
+	for _, e := range events {
+		if e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Info && e.Fault == "pause" {
+			for _, c := range e.Targets {
+				paused[c] = true
+			}
+		}
+	}
+	return paused
+}
+
+// recheck runs `lockbench check` on the stored run and compares verdicts.
+func recheck(t *testing.T, dir string, want checkers.Verdict) {
+	t.Helper()
+	before := readReport(t, dir)
+	cmd := exec.Command(binary, "check", dir)
+	out, _ := cmd.CombinedOutput()
+	after := readReport(t, dir)
+	if after.Verdict != want || before.Verdict != want {
+		t.Errorf("check: run said %s, check says %s, want %s\n%s", before.Verdict, after.Verdict, want, out)
+	}
+	for i := range before.Checkers {
+		if before.Checkers[i].Valid != after.Checkers[i].Valid {
+			t.Errorf("check: %s was %s in the run, %s on re-check", before.Checkers[i].Checker, before.Checkers[i].Valid, after.Checkers[i].Valid)
+		}
+	}
+}
+
+// The failure lockbench exists to show: a client paused past its lease
+// writes with a stale token and, without a fence, the store takes it.
+func TestPauseWithoutFenceLosesUpdates(t *testing.T) {
+	r := lockbench(t, nil, "run", "--backend", "redis", "--nemesis", "pause", "--fence", "none", "--time-limit", "20s", "--seed", "7")
+	defer assertNothingLeft(t, r.runID)
+	if r.exit != 1 {
+		t.Fatalf("exit %d, want 1 (invalid)", r.exit)
+	}
+	rep := readReport(t, r.dir)
+	paused := pausedClients(t, r.dir)
+	if len(paused) == 0 {
+		t.Fatal("the nemesis paused nobody")
+	}
+	fence := checker(t, rep, "fence")
+	if fence.Valid != checkers.Invalid {
+		t.Fatalf("fence: %s, want invalid", fence.Valid)
+	}
+	stale := 0
+	for _, a := range fence.Anomalies {
+		if a.Kind != "stale-write-accepted" {
+			continue
+		}
+		stale++
+		if len(a.Clients) == 0 || !paused[a.Clients[0]] {
+			t.Errorf("stale writer %v was never paused (paused: %v): %s", a.Clients, paused, a.Message)
+		}
+		if len(a.Tokens) < 2 || a.Tokens[0] >= a.Tokens[1] {
+			t.Errorf("stale write should name its token and the newer one: %v", a.Tokens)
+		}
+	}
+	if stale == 0 {
+		t.Error("no stale-write-accepted anomaly")
+	}
+	if lost := checker(t, rep, "lost-updates"); lost.Valid != checkers.Invalid || lost.Counts["lost"] == 0 {
+		t.Errorf("lost-updates: %s with counts %v, want invalid with lost > 0", lost.Valid, lost.Counts)
+	}
+	if lin := checker(t, rep, "linearizable"); lin.Valid != checkers.Invalid {
+		t.Errorf("linearizable: %s, want invalid", lin.Valid)
+	}
+	if !strings.Contains(r.stdout, "stale-write-accepted") || !strings.Contains(r.stdout, "verdict: invalid") {
+		t.Error("the printed verdict does not name the stale write")
+	}
+	recheck(t, r.dir, checkers.Invalid)
+}
+
+// With the store checking tokens on reads and writes, the same pauses are
+// harmless: the stale writes are rejected and logged as such.
+func TestPauseWithFenceIsSafe(t *testing.T) {
+	r := lockbench(t, nil, "run", "--backend", "redis", "--nemesis", "pause", "--fence", "all", "--time-limit", "20s", "--seed", "7")
+	defer assertNothingLeft(t, r.runID)
+	if r.exit != 0 {
+		t.Fatalf("exit %d, want 0 (valid)", r.exit)
+	}
+	if len(pausedClients(t, r.dir)) == 0 {
+		t.Fatal("the nemesis paused nobody")
+	}
+	log, err := store.ReadLogFile(filepath.Join(r.dir, runner.StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := 0
+	for _, e := range log {
+		if e.Outcome == store.Rejected {
+			rejected++
+			if e.Token >= e.MaxToken {
+				t.Errorf("store rejected token %d though the highest seen was %d", e.Token, e.MaxToken)
+			}
+		}
+	}
+	if rejected == 0 {
+		t.Error("no stale request was rejected: the pauses never produced a stale holder")
+	}
+	recheck(t, r.dir, checkers.Valid)
+}
+
+func TestNoFaultsIsValid(t *testing.T) {
+	for _, fence := range []string{"none", "all"} {
+		t.Run("fence-"+fence, func(t *testing.T) {
+			r := lockbench(t, nil, "run", "--backend", "redis", "--nemesis", "none", "--fence", fence, "--time-limit", "8s")
+			defer assertNothingLeft(t, r.runID)
+			if r.exit != 0 {
+				t.Fatalf("exit %d, want 0", r.exit)
+			}
+			rep := readReport(t, r.dir)
+			if n := checker(t, rep, "lost-updates").Counts["acknowledged"]; n < 20 {
+				t.Errorf("only %d acknowledged writes in 8 s: the workload barely ran", n)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		exit int
+		want string
+	}{
+		{"unknown backend", nil, []string{"run", "--backend", "zookeeper"}, 254, "unknown backend"},
+		{"negative ttl", nil, []string{"run", "--ttl", "-2s"}, 254, "--ttl"},
+		{"unknown flag", nil, []string{"run", "--frobnicate"}, 254, "unknown flag"},
+		{"bad fence", nil, []string{"run", "--fence", "some"}, 254, "fence"},
+		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "1s"}, 255, "docker engine not reachable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := lockbench(t, c.env, c.args...)
+			if r.exit != c.exit {
+				t.Errorf("exit %d, want %d", r.exit, c.exit)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+				t.Errorf("want one line mentioning %q on stderr, got %q", c.want, r.stderr)
+			}
+			if strings.Contains(r.stderr, "goroutine") {
+				t.Error("stack trace on stderr")
+			}
+			if r.runID != "" {
+				t.Errorf("a run %s started", r.runID)
+			}
+		})
+	}
+}
