@@ -35,6 +35,10 @@ type Schedule struct {
 	Duration time.Duration
 }
 
+func (s Schedule) gap(r *rand.Rand) time.Duration {
+	return s.Interval/2 + time.Duration(r.Int64N(int64(s.Interval)+1))
+}
+
 // Recorder stamps and stores a nemesis event.
 type Recorder func(history.Event)
 
@@ -47,8 +51,7 @@ func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record R
 		return nil
 	}
 	for {
-		gap := s.Interval/2 + time.Duration(r.Int64N(int64(s.Interval)+1))
-		if !sleep(ctx, gap) {
+		if !sleep(ctx, s.gap(r)) {
 			return nil
 		}
 		f := faults[r.IntN(len(faults))]

@@ -1,0 +1,88 @@
+package history
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestWriterNumbersAndDecodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := w.Append(Event{Process: "c1", Type: Invoke, F: Acquire, Time: Mono()}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Readable before Close: each event is on disk as soon as it is appended.
+	events, err := DecodeFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 50 {
+		t.Fatalf("%d events, want 50", len(events))
+	}
+	for i, e := range events {
+		if e.Index != int64(i) {
+			t.Errorf("event %d has index %d", i, e.Index)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDecodeTruncatedTail(t *testing.T) {
+	in := `{"index":0,"time":1,"process":"c1","type":"invoke","f":"acquire"}
+{"index":1,"time":2,"process":"c1","type":"ok","f":"acquire","token":3}
+{"index":2,"time":3,"process":"c1","ty`
+	events, err := Decode(strings.NewReader(in))
+	if !errors.Is(err, ErrTruncated) {
+		t.Fatalf("err = %v, want ErrTruncated", err)
+	}
+	if len(events) != 2 || events[1].Token != 3 {
+		t.Fatalf("events = %+v", events)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	for name, in := range map[string]string{
+		"corrupt middle line": `{"index":0,"time":1,"process":"c1","type":"invoke","f":"acquire"}
+not json
+{"index":2,"time":3,"process":"c1","type":"ok","f":"acquire"}`,
+		"unknown type": `{"index":0,"time":1,"process":"c1","type":"maybe","f":"acquire"}`,
+		"no process":   `{"index":0,"time":1,"type":"ok","f":"acquire"}`,
+		"no f":         `{"index":0,"time":1,"process":"c1","type":"ok"}`,
+	} {
+		if _, err := Decode(strings.NewReader(in)); err == nil || errors.Is(err, ErrTruncated) {
+			t.Errorf("%s: err = %v, want a decoding error", name, err)
+		}
+	}
+}
+
+func TestDecodeFileMissing(t *testing.T) {
+	_, err := DecodeFile(filepath.Join(t.TempDir(), "none"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestMonoAdvances(t *testing.T) {
+	a := Mono()
+	b := Mono()
+	if b < a {
+		t.Fatalf("monotonic clock went back: %d then %d", a, b)
+	}
+}

@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+func validConfig() Config {
+	return Config{
+		Backend: "redis", Workload: "counter", Nemesis: []string{"pause"}, Fence: "none",
+		TTL: Duration(2 * time.Second), TimeLimit: Duration(30 * time.Second), Concurrency: 5,
+		NemesisInterval: Duration(5 * time.Second), PauseDuration: Duration(4 * time.Second),
+		WorkMax: Duration(200 * time.Millisecond), OpTimeout: Duration(time.Second), CheckTimeout: Duration(time.Minute),
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*Config)
+		want   string
+	}{
+		"unknown backend":   {func(c *Config) { c.Backend = "zk" }, "unknown backend"},
+		"unknown workload":  {func(c *Config) { c.Workload = "bank" }, "unknown workload"},
+		"unknown nemesis":   {func(c *Config) { c.Nemesis = []string{"meteor"} }, "unknown nemesis"},
+		"none and pause":    {func(c *Config) { c.Nemesis = []string{"none", "pause"} }, "cannot be combined"},
+		"bad fence":         {func(c *Config) { c.Fence = "some" }, "fence"},
+		"negative ttl":      {func(c *Config) { c.TTL = Duration(-2 * time.Second) }, "--ttl"},
+		"tiny ttl":          {func(c *Config) { c.TTL = Duration(time.Millisecond) }, "--ttl"},
+		"zero time limit":   {func(c *Config) { c.TimeLimit = 0 }, "--time-limit"},
+		"no clients":        {func(c *Config) { c.Concurrency = 0 }, "--concurrency"},
+		"too many clients":  {func(c *Config) { c.Concurrency = 1000 }, "--concurrency"},
+		"zero interval":     {func(c *Config) { c.NemesisInterval = 0 }, "--nemesis-interval"},
+		"zero pause":        {func(c *Config) { c.PauseDuration = 0 }, "--pause-duration"},
+		"negative work":     {func(c *Config) { c.WorkMax = Duration(-1) }, "--work-max"},
+		"zero op timeout":   {func(c *Config) { c.OpTimeout = 0 }, "--op-timeout"},
+		"zero check budget": {func(c *Config) { c.CheckTimeout = 0 }, "--check-timeout"},
+	}
+	for name, c := range cases {
+		cfg := validConfig()
+		c.mutate(&cfg)
+		err := cfg.Validate()
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a usage error mentioning %q", name, err, c.want)
+		}
+	}
+	cfg := validConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	if got := cfg.TestName(); got != "redis-counter-pause-fence-none" {
+		t.Errorf("TestName = %q", got)
+	}
+}
+
+func TestConfigRoundTrip(t *testing.T) {
+	cfg := validConfig()
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"ttl":"2s"`) {
+		t.Errorf("durations should read as on the command line: %s", data)
+	}
+	var back Config
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.TTL != cfg.TTL || back.CheckTimeout != cfg.CheckTimeout {
+		t.Errorf("round trip changed durations: %+v", back)
+	}
+}
+
+func TestHoldersFollowEvents(t *testing.T) {
+	h := newHolders()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	got := make(chan string, 1)
+	go func() {
+		name, _ := h.WaitHolder(ctx)
+		got <- name
+	}()
+	h.observe(history.Event{Process: "c2", Type: history.Invoke, F: history.Acquire})
+	h.observe(history.Event{Process: "c2", Type: history.OK, F: history.Acquire, Token: 4})
+	if name := <-got; name != "c2" {
+		t.Fatalf("holder %q, want c2", name)
+	}
+	h.observe(history.Event{Process: "c2", Type: history.Invoke, F: history.Release})
+	short, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if name, err := h.WaitHolder(short); err == nil {
+		t.Fatalf("%s still holds after starting its release", name)
+	}
+}

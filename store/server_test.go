@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// step is one request and the outcome the fence mode must give it.
+type step struct {
+	op     string
+	client string
+	token  int64
+	value  int64
+	want   string
+}
+
+func TestFenceModes(t *testing.T) {
+	// The stale-holder story: c1 (token 33) reads, c2 (token 34) reads and
+	// writes, then c1 writes; and the variant where c2 has only read when c1
+	// writes, which write-only fencing cannot see.
+	cases := []struct {
+		fence Fence
+		steps []step
+	}{
+		{FenceNone, []step{
+			{"read", "c1", 33, 0, Accepted}, {"read", "c2", 34, 0, Accepted}, {"write", "c2", 34, 1, Accepted},
+			{"write", "c1", 33, 1, Accepted},
+		}},
+		{FenceWrites, []step{
+			{"read", "c1", 33, 0, Accepted}, {"read", "c2", 34, 0, Accepted}, {"write", "c2", 34, 1, Accepted},
+			{"write", "c1", 33, 1, Rejected}, {"read", "c1", 33, 0, Accepted},
+		}},
+		{FenceWrites, []step{
+			{"read", "c1", 33, 0, Accepted}, {"read", "c2", 34, 0, Accepted},
+			{"write", "c1", 33, 1, Accepted}, {"write", "c2", 34, 1, Accepted},
+		}},
+		{FenceAll, []step{
+			{"read", "c1", 33, 0, Accepted}, {"read", "c2", 34, 0, Accepted},
+			{"write", "c1", 33, 1, Rejected}, {"read", "c1", 33, 0, Rejected},
+			{"write", "c2", 34, 1, Accepted}, {"write", "c2", 34, 2, Accepted},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.fence), func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "store.log")
+			s, err := NewServer(c.fence, logPath, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range c.steps {
+				resp, err := s.Apply(st.op, Request{Req: st.client + "-" + string(rune('a'+i)), Client: st.client, Key: "x", Token: st.token, Value: st.value})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Outcome != st.want {
+					t.Errorf("step %d (%s %s token %d): %s, want %s", i, st.client, st.op, st.token, resp.Outcome, st.want)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			log, err := ReadLogFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(log) != len(c.steps) {
+				t.Fatalf("log has %d entries, want %d", len(log), len(c.steps))
+			}
+			for i, e := range log {
+				if e.Seq != int64(i) || e.Outcome != c.steps[i].want || e.Token != c.steps[i].token {
+					t.Errorf("log entry %d = %+v, want seq %d outcome %s", i, e, i, c.steps[i].want)
+				}
+			}
+		})
+	}
+}
+
+func TestHTTPClientOutcomes(t *testing.T) {
+	s, err := NewServer(FenceAll, filepath.Join(t.TempDir(), "store.log"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	c := NewClient(srv.Listener.Addr().String(), time.Second)
+	defer c.http.CloseIdleConnections()
+	ctx := context.Background()
+	if err := c.Healthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(ctx, Request{Req: "c2-1", Client: "c2", Key: "x", Token: 5, Value: 7}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Read(ctx, Request{Req: "c2-2", Client: "c2", Key: "x", Token: 5})
+	if err != nil || v != 7 {
+		t.Fatalf("read = %d, %v; want 7", v, err)
+	}
+	err = c.Write(ctx, Request{Req: "c1-1", Client: "c1", Key: "x", Token: 4, Value: 1})
+	if !errors.Is(err, ErrStale) {
+		t.Fatalf("stale write: %v, want ErrStale", err)
+	}
+	if v, _ := c.Read(ctx, Request{Req: "c2-3", Client: "c2", Key: "x", Token: 5}); v != 7 {
+		t.Errorf("rejected write changed the value to %d", v)
+	}
+}
+
+func TestParseFence(t *testing.T) {
+	for _, s := range []string{"none", "writes", "all"} {
+		if _, err := ParseFence(s); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if _, err := ParseFence("some"); err == nil {
+		t.Error("ParseFence(some) accepted")
+	}
+}
+
+func TestReadLogRejectsGarbage(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"not json":        "{\n",
+		"unknown outcome": `{"seq":0,"req":"a","op":"write","key":"x","outcome":"maybe"}` + "\n",
+		"unknown op":      `{"seq":0,"req":"a","op":"delete","key":"x","outcome":"accepted"}` + "\n",
+	} {
+		p := filepath.Join(dir, "log")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadLogFile(p); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
