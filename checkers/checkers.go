@@ -74,7 +74,7 @@ const maxAnomalies = 100
 // All returns every checker, in the order results are reported.
 // linearTimeout bounds the linearizability search; 0 means no bound.
 func All(linearTimeout time.Duration) []Checker {
-	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}}
+	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}, Progress{MinSections: 5}}
 }
 
 // Overall combines verdicts: any invalid result makes the run invalid, and

@@ -451,7 +451,7 @@ func TestAllOrder(t *testing.T) {
 	for _, c := range All(time.Second) {
 		names = append(names, c.Name())
 	}
-	if want := []string{"linearizable", "fence", "lost-updates"}; !slices.Equal(names, want) {
+	if want := []string{"linearizable", "fence", "lost-updates", "progress"}; !slices.Equal(names, want) {
 		t.Errorf("All() = %v, want %v", names, want)
 	}
 }

@@ -23,7 +23,10 @@ type Node struct {
 	Role string // "redis", "store", "client"
 	Cmd  []string
 	Caps []string // Linux capabilities beyond Docker's default set
-	ID   string
+	// Labels are added to the run's own; they let a later `lockbench clean`
+	// find what belongs where without the process that started it.
+	Labels map[string]string
+	ID     string
 }
 
 // Cluster is the containers of one run on their private network.
@@ -57,13 +60,12 @@ func (c *Cluster) RunID() string { return c.runID }
 
 // Start creates and starts n.
 func (c *Cluster) Start(ctx context.Context, n Node) error {
+	labels := map[string]string{Label: c.runID, Label + ".node": n.Name, Label + ".role": n.Role}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
 	resp, err := c.eng.ContainerCreate(ctx,
-		&container.Config{
-			Image:    c.image,
-			Cmd:      n.Cmd,
-			Hostname: n.Name,
-			Labels:   map[string]string{Label: c.runID, Label + ".node": n.Name, Label + ".role": n.Role},
-		},
+		&container.Config{Image: c.image, Cmd: n.Cmd, Hostname: n.Name, Labels: labels},
 		&container.HostConfig{
 			NetworkMode: container.NetworkMode(c.network),
 			CapAdd:      n.Caps,
@@ -229,18 +231,27 @@ func (c *Cluster) ReadFile(ctx context.Context, name, path string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	rc, _, err := c.eng.CopyFromContainer(ctx, n.ID, path)
+	data, err := CopyFile(ctx, c.eng, n.ID, path)
 	if err != nil {
-		return nil, fmt.Errorf("copy %s from %s: %w", path, name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return data, nil
+}
+
+// CopyFile copies one regular file out of a container, running or stopped.
+func CopyFile(ctx context.Context, eng *Engine, id, path string) ([]byte, error) {
+	rc, _, err := eng.CopyFromContainer(ctx, id, path)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s: %w", path, err)
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	if _, err := tr.Next(); err != nil {
-		return nil, fmt.Errorf("copy %s from %s: %w", path, name, err)
+		return nil, fmt.Errorf("copy %s: %w", path, err)
 	}
 	data, err := io.ReadAll(tr)
 	if err != nil {
-		return nil, fmt.Errorf("copy %s from %s: %w", path, name, err)
+		return nil, fmt.Errorf("copy %s: %w", path, err)
 	}
 	return data, nil
 }

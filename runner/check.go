@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -48,6 +49,11 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 	log, err := store.ReadLogFile(filepath.Join(dir, StoreFile))
 	if err != nil {
 		return nil, err
+	}
+	if test.End == nil {
+		var note string
+		events, log, note = cut(events, log)
+		rep.Notes = append(rep.Notes, note)
 	}
 	in := checkers.Input{History: events, Store: log, Key: Key}
 	for _, c := range checkers.All(linearTimeout) {
@@ -96,4 +102,59 @@ func Version() string {
 		}
 	}
 	return v
+}
+
+// cut trims the record of a run whose harness died to the part every client's
+// record covers. Each client's events arrive in order, so up to the earliest
+// of the clients' last recorded times nothing is missing; past it, a client
+// whose stream lagged may have done things the history never saw, and
+// judging those would invent anomalies. The store's log, which kept going,
+// is trimmed to the same time and to requests the history knows.
+func cut(events []history.Event, log []store.Entry) ([]history.Event, []store.Entry, string) {
+	last := map[string]int64{}
+	// A client frozen by the nemesis when the harness died printed nothing
+	// since: its record is complete, and its silence must not pull the
+	// horizon back to the moment it was paused.
+	frozen := map[string]bool{}
+	for _, e := range events {
+		switch {
+		case e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Start:
+			for _, c := range e.Targets {
+				frozen[c] = true
+			}
+		case e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Stop:
+			clear(frozen)
+		case e.Process != history.Nemesis && e.Time > last[e.Process]:
+			last[e.Process] = e.Time
+		}
+	}
+	horizon := int64(math.MaxInt64)
+	for c, t := range last {
+		if !frozen[c] {
+			horizon = min(horizon, t)
+		}
+	}
+	var keptEvents []history.Event
+	reqs := map[string]bool{}
+	for _, e := range events {
+		if e.Time <= horizon {
+			keptEvents = append(keptEvents, e)
+			if e.Req != "" {
+				reqs[e.Req] = true
+			}
+		}
+	}
+	var keptLog []store.Entry
+	for _, e := range log {
+		if e.Time <= horizon && reqs[e.Req] {
+			keptLog = append(keptLog, e)
+		}
+	}
+	when := "its start"
+	if horizon != math.MaxInt64 && len(last) > 0 {
+		when = history.Seconds(horizon)
+	}
+	return keptEvents, keptLog, fmt.Sprintf(
+		"the run did not finish (its harness stopped): judged up to %s, where every client's record is complete; %d events and %d store requests after that were left out",
+		when, len(events)-len(keptEvents), len(log)-len(keptLog))
 }

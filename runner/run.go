@@ -38,11 +38,13 @@ const (
 	redisAddr = "redis:6379"
 	// storeLogPath is where the store keeps its log inside its container.
 	storeLogPath = "/var/lib/lockbench/store.log"
+	// resultsLabel on the store container names the run's results directory.
+	resultsLabel = clusters.Label + ".results"
 )
 
 // ErrInterrupted is returned, with the report of what was recorded, when
 // the run was stopped before its time limit.
-var ErrInterrupted = errors.New("run interrupted")
+var ErrInterrupted = errors.New("run interrupted: the verdict above covers only what was recorded before it")
 
 // Options are how to run, as opposed to what to test.
 type Options struct {
@@ -61,6 +63,9 @@ type Test struct {
 	Config   Config            `json:"config"`
 	Image    string            `json:"image"`
 	Versions map[string]string `json:"versions"`
+	// End is set once the clients have stopped and their events are all
+	// recorded; a run without it was cut short (the harness was killed).
+	End *time.Time `json:"end,omitempty"`
 }
 
 type run struct {
@@ -142,6 +147,13 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		return nil, err
 	}
 	interrupted, err = r.workload(ctx)
+	// The clients have stopped and every event they printed is recorded: the
+	// history is complete up to here, which `check` needs to know.
+	end := time.Now().UTC()
+	test.End = &end
+	if werr := writeJSON(filepath.Join(dir, TestFile), test); werr != nil && err == nil {
+		err = werr
+	}
 	if err == nil && interrupted {
 		err = ErrInterrupted
 	}
@@ -162,9 +174,13 @@ func (r *run) up(ctx context.Context, test *Test) error {
 	}}); err != nil {
 		return err
 	}
+	abs, err := filepath.Abs(r.dir)
+	if err != nil {
+		return fmt.Errorf("results directory: %w", err)
+	}
 	if err := r.cluster.Start(ctx, clusters.Node{Name: "store", Role: "store", Cmd: []string{
 		"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath, "--epoch", epoch,
-	}}); err != nil {
+	}, Labels: map[string]string{resultsLabel: abs}}); err != nil {
 		return err
 	}
 	if err := r.cluster.WaitReady(ctx, "redis", 30*time.Second, "redis-cli", "ping"); err != nil {

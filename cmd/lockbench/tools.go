@@ -49,7 +49,10 @@ func newCleanCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			defer eng.Close()
-			removed, err := eng.RemoveRuns(ctx, runID)
+			removed, saved, err := runner.Clean(ctx, eng, runID)
+			for _, s := range saved {
+				fmt.Printf("saved %s\n", s)
+			}
 			for _, l := range removed {
 				fmt.Printf("removed %s %s (run %s)\n", l.Kind, l.Name, l.RunID)
 			}

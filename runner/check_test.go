@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// A killed harness: c2's record stops at 30 while c1's goes on to 50, and
+// the store applied c1's write at 40 and a request the history never saw.
+func TestCutKeepsWhatEveryClientCovers(t *testing.T) {
+	events := []history.Event{
+		{Index: 0, Time: 10, Process: "c1", Type: history.Invoke, F: history.Read, Req: "c1-1"},
+		{Index: 1, Time: 20, Process: "c2", Type: history.Invoke, F: history.Acquire},
+		{Index: 2, Time: 25, Process: history.Nemesis, Type: history.Info, F: history.Start},
+		{Index: 3, Time: 30, Process: "c2", Type: history.Fail, F: history.Acquire},
+		{Index: 4, Time: 40, Process: "c1", Type: history.Invoke, F: history.Write, Req: "c1-2"},
+		{Index: 5, Time: 50, Process: "c1", Type: history.OK, F: history.Write, Req: "c1-2"},
+	}
+	log := []store.Entry{
+		{Seq: 0, Time: 12, Req: "c1-1", Op: "read", Outcome: store.Accepted},
+		{Seq: 1, Time: 41, Req: "c1-2", Op: "write", Outcome: store.Accepted},
+		{Seq: 2, Time: 28, Req: "c3-9", Op: "write", Outcome: store.Accepted},
+	}
+	kept, keptLog, note := cut(events, log)
+	if len(kept) != 4 || kept[3].Index != 3 {
+		t.Errorf("kept events %+v, want indexes 0..3", kept)
+	}
+	if len(keptLog) != 1 || keptLog[0].Seq != 0 {
+		t.Errorf("kept store entries %+v, want only seq 0", keptLog)
+	}
+	if !strings.Contains(note, "0.000 s") || !strings.Contains(note, "2 events and 2 store requests") {
+		t.Errorf("note %q", note)
+	}
+}
+
+// A client paused when the harness died is silent, not behind.
+func TestCutIgnoresFrozenClients(t *testing.T) {
+	events := []history.Event{
+		{Index: 0, Time: 10, Process: "c1", Type: history.OK, F: history.Acquire, Token: 1},
+		{Index: 1, Time: 20, Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: "pause", Targets: []string{"c1"}},
+		{Index: 2, Time: 30, Process: "c2", Type: history.Invoke, F: history.Acquire},
+		{Index: 3, Time: 40, Process: "c3", Type: history.Invoke, F: history.Acquire},
+		{Index: 4, Time: 50, Process: "c3", Type: history.OK, F: history.Acquire, Token: 2},
+	}
+	kept, _, _ := cut(events, nil)
+	if len(kept) != 3 {
+		t.Errorf("kept %d events, want 3 (up to c2's last at 30, ignoring frozen c1)", len(kept))
+	}
+}
