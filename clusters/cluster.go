@@ -26,7 +26,10 @@ type Node struct {
 	// Labels are added to the run's own; they let a later `lockbench clean`
 	// find what belongs where without the process that started it.
 	Labels map[string]string
-	ID     string
+	// Tmpfs are directories kept in memory: a data directory whose fsync
+	// would otherwise measure the disk under the overlay, not the service.
+	Tmpfs []string
+	ID    string
 }
 
 // Cluster is the containers of one run on their private network.
@@ -64,11 +67,16 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
+	tmpfs := map[string]string{}
+	for _, d := range n.Tmpfs {
+		tmpfs[d] = ""
+	}
 	resp, err := c.eng.ContainerCreate(ctx,
 		&container.Config{Image: c.image, Cmd: n.Cmd, Hostname: n.Name, Labels: labels},
 		&container.HostConfig{
 			NetworkMode: container.NetworkMode(c.network),
 			CapAdd:      n.Caps,
+			Tmpfs:       tmpfs,
 		},
 		&network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			c.network: {Aliases: []string{n.Name}},
@@ -85,6 +93,21 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 		return fmt.Errorf("start %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// StartAll starts nodes concurrently and returns the first error.
+func (c *Cluster) StartAll(ctx context.Context, nodes []Node) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Start(ctx, n)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (c *Cluster) node(name string) (*Node, error) {

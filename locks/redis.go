@@ -34,7 +34,6 @@ return 0`)
 
 // RedisConfig configures a single-Redis lock client.
 type RedisConfig struct {
-	Addr  string
 	Key   string // the lock's key; its token counter is Key + ":token"
 	Owner string // this client's name, part of every holding's value
 	TTL   time.Duration
@@ -43,26 +42,46 @@ type RedisConfig struct {
 	Rand  *rand.Rand
 }
 
-// Redis is the single-instance Redis lock.
+// Redis is the Redis lock, on one instance or on the primary a Sentinel
+// names.
 type Redis struct {
 	cfg  RedisConfig
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	seq  int
 	rand *rand.Rand
 }
 
-// NewRedis connects lazily to cfg.Addr.
-func NewRedis(cfg RedisConfig) *Redis {
-	rdb := redis.NewClient(&redis.Options{
-		Addr: cfg.Addr,
+// NewRedis locks through rdb, which it closes on Close.
+func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	return &Redis{cfg: cfg, rdb: rdb, rand: cfg.Rand}
+}
+
+// RedisClient connects lazily to one Redis at addr, with timeouts scaled to
+// the lease so that a call never outlives a good part of it.
+func RedisClient(addr string, ttl time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr,
 		// A retried script may run twice; one attempt keeps outcomes honest.
 		MaxRetries:   -1,
-		DialTimeout:  cfg.TTL / 2,
-		ReadTimeout:  cfg.TTL / 4,
-		WriteTimeout: cfg.TTL / 4,
+		DialTimeout:  ttl / 2,
+		ReadTimeout:  ttl / 4,
+		WriteTimeout: ttl / 4,
 		PoolSize:     4,
 	})
-	return &Redis{cfg: cfg, rdb: rdb, rand: cfg.Rand}
+}
+
+// SentinelClient follows the primary that the Sentinels name, as go-redis
+// users of a Sentinel deployment do.
+func SentinelClient(master string, sentinels []string, ttl time.Duration) *redis.Client {
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    master,
+		SentinelAddrs: sentinels,
+		MaxRetries:    -1,
+		DialTimeout:   ttl / 2,
+		ReadTimeout:   ttl / 4,
+		WriteTimeout:  ttl / 4,
+		PoolSize:      4,
+	})
 }
 
 // Close closes the connection pool.

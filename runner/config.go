@@ -13,10 +13,11 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
-// Backends and workloads this build knows.
+// Backends, workloads, stores and faults this build knows.
 var (
-	Backends  = []string{"redis"}
+	Backends  = []string{"redis", "redlock", "redis-sentinel", "etcd", "cas", "nolock"}
 	Workloads = []string{"counter"}
+	Stores    = []string{"lockbench", "etcd"}
 	Nemeses   = []string{"none", "pause"}
 )
 
@@ -26,6 +27,8 @@ type Config struct {
 	Workload        string      `json:"workload"`
 	Nemesis         []string    `json:"nemesis"`
 	Fence           store.Fence `json:"fence"`
+	Store           string      `json:"store"`
+	Nodes           int         `json:"nodes,omitempty"`
 	TTL             Duration    `json:"ttl"`
 	TimeLimit       Duration    `json:"time_limit"`
 	Concurrency     int         `json:"concurrency"`
@@ -35,6 +38,9 @@ type Config struct {
 	WorkMax         Duration    `json:"work_max"`
 	OpTimeout       Duration    `json:"op_timeout"`
 	CheckTimeout    Duration    `json:"check_timeout"`
+	// CheckLease makes clients skip the write when they already know their
+	// lease is lost.
+	CheckLease bool `json:"check_lease"`
 }
 
 // Key is the key of the shared resource, and the lock's name.
@@ -68,6 +74,33 @@ func (c *Config) Validate() error {
 	if _, err := store.ParseFence(string(c.Fence)); err != nil {
 		return bad("%v", err)
 	}
+	if c.Store == "" {
+		c.Store = "lockbench"
+	}
+	if !contains(Stores, c.Store) {
+		return bad("unknown store %q (want one of %s)", c.Store, strings.Join(Stores, ", "))
+	}
+	b := backends[c.Backend]
+	if c.Fence != store.FenceNone && !b.tokens {
+		return bad("%s issues no fencing tokens, so --fence %s would compare nothing; use --fence none", c.Backend, c.Fence)
+	}
+	if c.Store == "etcd" {
+		if c.Backend != "etcd" {
+			return bad("--store etcd keeps the counter in the etcd cluster of --backend etcd, not with %s", c.Backend)
+		}
+		if c.Fence != store.FenceNone {
+			return bad("with --store etcd each write is a transaction on lock ownership, which is the fence; --fence applies to the lockbench store only")
+		}
+	}
+	if c.Backend == "redlock" && (c.Nodes < 1 || c.Nodes > 9) {
+		return bad("--nodes must be between 1 and 9 for redlock, got %d", c.Nodes)
+	}
+	if c.Backend != "redlock" {
+		c.Nodes = 0
+	}
+	if c.Backend == "etcd" && (c.TTL.D() < time.Second || c.TTL.D()%time.Second != 0) {
+		return bad("etcd leases count whole seconds: --ttl must be 1s, 2s, …, got %s", c.TTL.D())
+	}
 	// Renewals run every TTL/3 and Redis calls are bounded by TTL/4: below
 	// 100 ms these are shorter than a container's scheduling noise.
 	if c.TTL.D() < 100*time.Millisecond {
@@ -99,6 +132,9 @@ func (c *Config) Validate() error {
 
 // TestName names the test for the results tree, e.g. redis-counter-pause-fence-none.
 func (c *Config) TestName() string {
+	if c.Store == "etcd" {
+		return fmt.Sprintf("%s-%s-%s-store-etcd", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"))
+	}
 	return fmt.Sprintf("%s-%s-%s-fence-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/lockbench/lockbench/history"
 )
 
@@ -77,7 +79,7 @@ func TestConfigRoundTrip(t *testing.T) {
 }
 
 func TestHoldersFollowEvents(t *testing.T) {
-	h := newHolders()
+	h := newHolders(false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	got := make(chan string, 1)
@@ -97,3 +99,5 @@ func TestHoldersFollowEvents(t *testing.T) {
 		t.Fatalf("%s still holds after starting its release", name)
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

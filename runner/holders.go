@@ -11,22 +11,31 @@ import (
 // holders follows, from the clients' events, which of them believe they hold
 // the lock: from a successful acquire until they start releasing it or learn
 // that the lease is gone.
+//
+// Clients that take no lock (cas, nolock) count as holders while they are in
+// their section, from the read to the write's completion: a pause there is
+// the same threat to them.
 type holders struct {
-	mu      sync.Mutex
-	held    map[string]bool
-	changed chan struct{}
+	lockless bool
+	mu       sync.Mutex
+	held     map[string]bool
+	changed  chan struct{}
 }
 
-func newHolders() *holders {
-	return &holders{held: map[string]bool{}, changed: make(chan struct{})}
+func newHolders(lockless bool) *holders {
+	return &holders{lockless: lockless, held: map[string]bool{}, changed: make(chan struct{})}
 }
 
 func (h *holders) observe(e history.Event) {
 	var holds bool
 	switch {
-	case e.F == history.Acquire && e.Type == history.OK:
+	case !h.lockless && e.F == history.Acquire && e.Type == history.OK:
 		holds = true
-	case e.F == history.Release && e.Type == history.Invoke, e.F == history.LeaseLost:
+	case !h.lockless && (e.F == history.Release && e.Type == history.Invoke || e.F == history.LeaseLost):
+		holds = false
+	case h.lockless && e.F == history.Read && e.Type == history.OK:
+		holds = true
+	case h.lockless && (e.F == history.Write && e.Type != history.Invoke || e.F == history.Read && e.Type != history.Invoke):
 		holds = false
 	default:
 		return

@@ -35,7 +35,6 @@ const (
 
 const (
 	storeAddr = "store:7000"
-	redisAddr = "redis:6379"
 	// storeLogPath is where the store keeps its log inside its container.
 	storeLogPath = "/var/lib/lockbench/store.log"
 	// resultsLabel on the store container names the run's results directory.
@@ -69,15 +68,16 @@ type Test struct {
 }
 
 type run struct {
-	cfg     Config
-	opts    Options
-	dir     string
-	epoch   int64
-	hist    *history.Writer
-	holders *holders
-	cluster *clusters.Cluster
-	faults  []nemesis.Fault
-	clients []string
+	cfg      Config
+	opts     Options
+	dir      string
+	epoch    int64
+	hist     *history.Writer
+	holders  *holders
+	cluster  *clusters.Cluster
+	faults   []nemesis.Fault
+	services []string
+	clients  []string
 
 	ops, acquired, faultsInjected atomic.Int64
 	histErr                       atomic.Pointer[error]
@@ -111,7 +111,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, opts: opts, dir: dir, epoch: history.Mono(), hist: hist, holders: newHolders()}
+	r := &run{cfg: cfg, opts: opts, dir: dir, hist: hist, holders: newHolders(backends[cfg.Backend].lockless)}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
 	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
@@ -168,29 +168,65 @@ func newRunID() string {
 
 // up starts the lock service and the store and waits until both answer.
 func (r *run) up(ctx context.Context, test *Test) error {
-	epoch := strconv.FormatInt(r.epoch, 10)
-	if err := r.cluster.Start(ctx, clusters.Node{Name: "redis", Role: "redis", Cmd: []string{
-		"redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no",
-	}}); err != nil {
-		return err
-	}
+	b := backends[r.cfg.Backend]
 	abs, err := filepath.Abs(r.dir)
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	if err := r.cluster.Start(ctx, clusters.Node{Name: "store", Role: "store", Cmd: []string{
-		"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath, "--epoch", epoch,
-	}, Labels: map[string]string{resultsLabel: abs}}); err != nil {
+	services := b.services(&r.cfg)
+	if err := r.start(ctx, services); err != nil {
 		return err
 	}
-	if err := r.cluster.WaitReady(ctx, "redis", 30*time.Second, "redis-cli", "ping"); err != nil {
-		return err
+	if b.ready != nil {
+		if err := r.cluster.WaitReady(ctx, services[0].node.Name, 60*time.Second, b.ready(&r.cfg)...); err != nil {
+			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
+		}
 	}
-	if err := r.cluster.WaitReady(ctx, "store", 30*time.Second, "lockbench", "health", "127.0.0.1:7000"); err != nil {
-		return err
+	// Time 0 of the history is here, when the lock service is up and the
+	// workload is about to start, so that times read as the run's own.
+	r.epoch = history.Mono()
+	if r.cfg.Store == "lockbench" {
+		if err := r.start(ctx, []service{{
+			node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
+				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
+				"--epoch", strconv.FormatInt(r.epoch, 10),
+			}, Labels: map[string]string{resultsLabel: abs}},
+			probe: []string{"lockbench", "health", "127.0.0.1:7000"},
+		}}); err != nil {
+			return err
+		}
 	}
-	if v, err := r.cluster.Exec(ctx, "redis", "redis-server", "--version"); err == nil {
-		test.Versions["redis"] = strings.TrimSpace(v)
+	for _, s := range services {
+		switch s.node.Role {
+		case "redis":
+			if v, err := r.cluster.Exec(ctx, s.node.Name, "redis-server", "--version"); err == nil {
+				test.Versions["redis"] = strings.TrimSpace(v)
+			}
+		case "etcd":
+			if v, err := r.cluster.Exec(ctx, s.node.Name, "lockbench", "etcd", "--version"); err == nil {
+				first, _, _ := strings.Cut(v, "\n")
+				test.Versions["etcd"] = strings.TrimSpace(first)
+			}
+		}
+	}
+	return nil
+}
+
+// start starts nodes and waits until each passes its probe.
+func (r *run) start(ctx context.Context, services []service) error {
+	for _, s := range services {
+		if err := r.cluster.Start(ctx, s.node); err != nil {
+			return err
+		}
+		r.services = append(r.services, s.node.Name)
+	}
+	for _, s := range services {
+		if s.probe == nil {
+			continue
+		}
+		if err := r.cluster.WaitReady(ctx, s.node.Name, 30*time.Second, s.probe...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -202,12 +238,18 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	seeds := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0))
 	var followers sync.WaitGroup
 	followErrs := make(chan error, r.cfg.Concurrency)
+	var clients []clusters.Node
 	for i := 1; i <= r.cfg.Concurrency; i++ {
 		name := fmt.Sprintf("c%d", i)
-		if err := r.cluster.Start(ctx, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64())}); err != nil {
-			return false, err
-		}
+		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64())})
 		r.clients = append(r.clients, name)
+	}
+	// Started together, so that no client has the lock to itself for the
+	// first seconds.
+	if err := r.cluster.StartAll(ctx, clients); err != nil {
+		return false, err
+	}
+	for _, name := range r.clients {
 		logFile, err := os.Create(filepath.Join(r.dir, LogsDir, name+".log"))
 		if err != nil {
 			return false, fmt.Errorf("client log: %w", err)
@@ -274,10 +316,13 @@ wait:
 
 func (r *run) workerCmd(name string, seed int64) []string {
 	return []string{"lockbench", "worker",
-		"--process", name, "--redis", redisAddr, "--store", storeAddr, "--key", Key,
+		"--process", name, "--backend", r.cfg.Backend,
+		"--lock-addrs", strings.Join(backends[r.cfg.Backend].addrs(&r.cfg), ","),
+		"--store-kind", r.cfg.Store, "--store", storeAddr, "--key", Key,
 		"--ttl", r.cfg.TTL.D().String(), "--seed", strconv.FormatInt(seed, 10),
 		"--epoch", strconv.FormatInt(r.epoch, 10), "--work-max", r.cfg.WorkMax.D().String(),
 		"--op-timeout", r.cfg.OpTimeout.D().String(), "--acquire-timeout", (5 * r.cfg.TTL.D()).String(),
+		"--check-lease=" + strconv.FormatBool(r.cfg.CheckLease),
 	}
 }
 
@@ -345,12 +390,12 @@ func (r *run) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	errs := []error{nemesis.HealAll(ctx, r.faults)}
-	if data, err := r.cluster.ReadFile(ctx, "store", storeLogPath); err != nil {
+	if data, err := r.storeLog(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("save store log: %w", err))
 	} else {
 		errs = append(errs, os.WriteFile(filepath.Join(r.dir, StoreFile), data, 0o644))
 	}
-	for _, name := range []string{"redis", "store"} {
+	for _, name := range r.services {
 		if data, err := r.cluster.Logs(ctx, name); err == nil {
 			errs = append(errs, os.WriteFile(filepath.Join(r.dir, LogsDir, name+".log"), data, 0o644))
 		}
@@ -368,4 +413,15 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// storeLog fetches the store's log: the lockbench store's file, or, with the
+// counter kept in etcd, the key's revision history read back from a member.
+func (r *run) storeLog(ctx context.Context) ([]byte, error) {
+	if r.cfg.Store == "etcd" {
+		out, err := r.cluster.Exec(ctx, etcdNames[0], "lockbench", "etcd-log",
+			"--endpoints", strings.Join(withPort(etcdNames, 2379), ","), "--key", Key)
+		return []byte(out), err
+	}
+	return r.cluster.ReadFile(ctx, "store", storeLogPath)
 }

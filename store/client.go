@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// ErrStale is a request the store rejected for its fencing token: it
-// certainly had no effect.
-var ErrStale = errors.New("stale token")
+// ErrRejected is a request the store refused (a stale fencing token, a
+// version that moved on): it certainly had no effect.
+var ErrRejected = errors.New("rejected")
 
 // Client talks to a store over HTTP.
 type Client struct {
@@ -29,10 +29,10 @@ func NewClient(addr string, timeout time.Duration) *Client {
 	}
 }
 
-// Read returns the key's value.
-func (c *Client) Read(ctx context.Context, r Request) (int64, error) {
+// Read returns the key's value and version.
+func (c *Client) Read(ctx context.Context, r Request) (value, version int64, err error) {
 	resp, err := c.do(ctx, "/read", r)
-	return resp.Value, err
+	return resp.Value, resp.Version, err
 }
 
 // Write stores r.Value.
@@ -82,7 +82,7 @@ func (c *Client) do(ctx context.Context, path string, r Request) (Response, erro
 		return Response{}, fmt.Errorf("store %s: %s", path, resp.Status)
 	}
 	if out.Outcome == Rejected {
-		return out, fmt.Errorf("%w: %s", ErrStale, out.Reason)
+		return out, fmt.Errorf("%w: %s", ErrRejected, out.Reason)
 	}
 	return out, nil
 }

@@ -17,11 +17,15 @@ type Request struct {
 	Key    string `json:"key"`
 	Token  int64  `json:"token,omitempty"`
 	Value  int64  `json:"value,omitempty"` // writes only
+	// IfVersion makes a write conditional: it is applied only while the
+	// key's version (its count of accepted writes) is still this one.
+	IfVersion *int64 `json:"if_version,omitempty"`
 }
 
 // Response answers a request.
 type Response struct {
 	Value    int64  `json:"value"`
+	Version  int64  `json:"version"`
 	Outcome  string `json:"outcome"`
 	MaxToken int64  `json:"max_token,omitempty"`
 	Reason   string `json:"reason,omitempty"`
@@ -34,6 +38,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	values    map[string]int64
+	versions  map[string]int64
 	maxWrite  map[string]int64 // highest token accepted on a write, per key
 	maxAny    map[string]int64 // highest token accepted on any request, per key
 	seq       int64
@@ -49,7 +54,7 @@ func NewServer(fence Fence, logPath string, epoch int64) (*Server, error) {
 	}
 	return &Server{
 		fence: fence, epoch: epoch, log: f,
-		values: map[string]int64{}, maxWrite: map[string]int64{}, maxAny: map[string]int64{},
+		values: map[string]int64{}, versions: map[string]int64{}, maxWrite: map[string]int64{}, maxAny: map[string]int64{},
 	}, nil
 }
 
@@ -102,9 +107,14 @@ func (s *Server) Apply(op string, req Request) (Response, error) {
 	}
 	e.MaxToken = seen
 	checked := s.fence == FenceAll || (s.fence == FenceWrites && op == "write")
-	if checked && req.Token < seen {
+	version := s.versions[req.Key]
+	switch {
+	case checked && req.Token < seen:
 		e.Outcome = Rejected
 		e.Reason = fmt.Sprintf("stale token %d < %d", req.Token, seen)
+	case op == "write" && req.IfVersion != nil && *req.IfVersion != version:
+		e.Outcome = Rejected
+		e.Reason = fmt.Sprintf("version %d, not %d", version, *req.IfVersion)
 	}
 	if op == "write" {
 		e.Value = req.Value
@@ -114,6 +124,7 @@ func (s *Server) Apply(op string, req Request) (Response, error) {
 	if e.Outcome == Accepted {
 		if op == "write" {
 			s.values[req.Key] = req.Value
+			s.versions[req.Key]++
 			s.maxWrite[req.Key] = max(s.maxWrite[req.Key], req.Token)
 		}
 		s.maxAny[req.Key] = max(s.maxAny[req.Key], req.Token)
@@ -127,7 +138,7 @@ func (s *Server) Apply(op string, req Request) (Response, error) {
 		return Response{}, s.logFailed
 	}
 	s.seq++
-	return Response{Value: e.Value, Outcome: e.Outcome, MaxToken: seen, Reason: e.Reason}, nil
+	return Response{Value: e.Value, Version: s.versions[req.Key], Outcome: e.Outcome, MaxToken: seen, Reason: e.Reason}, nil
 }
 
 // Close closes the log.

@@ -101,15 +101,15 @@ func TestHTTPClientOutcomes(t *testing.T) {
 	if err := c.Write(ctx, Request{Req: "c2-1", Client: "c2", Key: "x", Token: 5, Value: 7}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := c.Read(ctx, Request{Req: "c2-2", Client: "c2", Key: "x", Token: 5})
-	if err != nil || v != 7 {
-		t.Fatalf("read = %d, %v; want 7", v, err)
+	v, ver, err := c.Read(ctx, Request{Req: "c2-2", Client: "c2", Key: "x", Token: 5})
+	if err != nil || v != 7 || ver != 1 {
+		t.Fatalf("read = %d version %d, %v; want 7 version 1", v, ver, err)
 	}
 	err = c.Write(ctx, Request{Req: "c1-1", Client: "c1", Key: "x", Token: 4, Value: 1})
-	if !errors.Is(err, ErrStale) {
-		t.Fatalf("stale write: %v, want ErrStale", err)
+	if !errors.Is(err, ErrRejected) {
+		t.Fatalf("stale write: %v, want ErrRejected", err)
 	}
-	if v, _ := c.Read(ctx, Request{Req: "c2-3", Client: "c2", Key: "x", Token: 5}); v != 7 {
+	if v, _, _ := c.Read(ctx, Request{Req: "c2-3", Client: "c2", Key: "x", Token: 5}); v != 7 {
 		t.Errorf("rejected write changed the value to %d", v)
 	}
 }
@@ -139,5 +139,36 @@ func TestReadLogRejectsGarbage(t *testing.T) {
 		if _, err := ReadLogFile(p); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A conditional write applies only while the version is the one read: the
+// CAS workload needs no lock.
+func TestConditionalWrite(t *testing.T) {
+	s, err := NewServer(FenceNone, filepath.Join(t.TempDir(), "store.log"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v0 := int64(0)
+	steps := []struct {
+		req  Request
+		want string
+	}{
+		{Request{Req: "a", Client: "c1", Key: "x", Value: 1, IfVersion: &v0}, Accepted},
+		{Request{Req: "b", Client: "c2", Key: "x", Value: 1, IfVersion: &v0}, Rejected},
+		{Request{Req: "c", Client: "c2", Key: "x", Value: 5}, Accepted},
+	}
+	for _, st := range steps {
+		resp, err := s.Apply("write", st.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Outcome != st.want {
+			t.Errorf("%s: %s, want %s (%s)", st.req.Req, resp.Outcome, st.want, resp.Reason)
+		}
+	}
+	if resp, _ := s.Apply("read", Request{Req: "d", Client: "c1", Key: "x"}); resp.Value != 5 || resp.Version != 2 {
+		t.Errorf("read %+v, want value 5 at version 2", resp)
 	}
 }

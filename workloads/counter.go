@@ -14,9 +14,10 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
-// Store is the resource the lock protects.
+// Store is the resource the lock protects. A rejected request wraps
+// store.ErrRejected.
 type Store interface {
-	Read(ctx context.Context, r store.Request) (int64, error)
+	Read(ctx context.Context, r store.Request) (value, version int64, err error)
 	Write(ctx context.Context, r store.Request) error
 }
 
@@ -31,12 +32,19 @@ type CounterConfig struct {
 	// OpTimeout bounds each store request and each release.
 	OpTimeout time.Duration
 	Epoch     int64 // the run's start on the monotonic clock
-	Rand      *rand.Rand
+	// CAS makes each write conditional on the version read, in place of a
+	// lock.
+	CAS bool
+	// CheckLease skips the write when the client already knows its lease
+	// is lost.
+	CheckLease bool
+	Rand       *rand.Rand
 }
 
 // Counter runs acquire → read x → work → write x+1 → release until stop is
 // done, finishing the cycle in progress. Each step is an invoke followed by
-// ok (it happened), fail (it certainly did not) or info (unknown).
+// ok (it happened), fail (it certainly did not) or info (unknown). With a
+// nil lock the client enters the section without one.
 func Counter(stop context.Context, cfg CounterConfig, lock locks.Locker, st Store, emit func(history.Event)) {
 	c := &counter{cfg: cfg, lock: lock, st: st, emit: emit}
 	for stop.Err() == nil {
@@ -76,6 +84,10 @@ func outcome(err error, definite ...error) history.Type {
 }
 
 func (c *counter) cycle(stop context.Context) {
+	if c.lock == nil {
+		c.section(unlocked{}, 0)
+		return
+	}
 	c.event(history.Invoke, history.Acquire, history.Event{})
 	actx, cancel := context.WithTimeout(stop, c.cfg.AcquireTimeout)
 	lease, err := c.lock.Acquire(actx)
@@ -117,30 +129,36 @@ func (c *counter) section(lease locks.Lease, token int64) {
 	req := c.request(token, 0)
 	c.event(history.Invoke, history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req})
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.OpTimeout)
-	v, err := c.st.Read(ctx, req)
+	v, version, err := c.st.Read(ctx, req)
 	cancel()
 	if err != nil {
-		c.event(outcome(err, store.ErrStale), history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Error: err.Error()})
+		c.event(outcome(err, store.ErrRejected), history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Error: err.Error()})
 		return
 	}
 	c.event(history.OK, history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v)})
 
 	time.Sleep(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.WorkMax) + 1)))
 
-	// Like most lock users, the client checks that it still holds the lease
-	// before writing; a pause that lands after this check, or whose end the
-	// renewal has not yet noticed, still lets the stale write through.
-	select {
-	case <-lease.Lost():
-		return
-	default:
+	// Like most lock users (and Jepsen's lock clients), the client writes
+	// without asking again whether its lease still holds. CheckLease adds
+	// that check: it narrows the window, but a pause that lands after it
+	// still lets a stale write through.
+	if c.cfg.CheckLease {
+		select {
+		case <-lease.Lost():
+			return
+		default:
+		}
 	}
 	req = c.request(token, v+1)
+	if c.cfg.CAS {
+		req.IfVersion = &version
+	}
 	c.event(history.Invoke, history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1)})
 	ctx, cancel = context.WithTimeout(context.Background(), c.cfg.OpTimeout)
 	err = c.st.Write(ctx, req)
 	cancel()
-	c.event(outcome(err, store.ErrStale), history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1), Error: errText(err)})
+	c.event(outcome(err, store.ErrRejected), history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1), Error: errText(err)})
 }
 
 func (c *counter) request(token, value int64) store.Request {
@@ -150,6 +168,13 @@ func (c *counter) request(token, value int64) store.Request {
 		Key: c.cfg.Key, Token: token, Value: value,
 	}
 }
+
+// unlocked is the lease of a client that took no lock: it is never lost.
+type unlocked struct{}
+
+func (unlocked) Token() (int64, bool)          { return 0, false }
+func (unlocked) Lost() <-chan struct{}         { return nil }
+func (unlocked) Release(context.Context) error { return nil }
 
 func errText(err error) string {
 	if err == nil {

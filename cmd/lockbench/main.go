@@ -74,6 +74,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newCheckCmd(), newCleanCmd(), newImagesCmd(),
-		newWorkerCmd(), newStoreCmd(), newHealthCmd())
+		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd())
 	return root
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,10 +28,11 @@ import (
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		cfg                  workloads.CounterConfig
-		redisAddr, storeAddr string
-		ttl                  time.Duration
-		seed                 int64
+		cfg                       workloads.CounterConfig
+		backend, storeKind, addrs string
+		storeAddr                 string
+		ttl                       time.Duration
+		seed                      int64
 	)
 	cmd := &cobra.Command{
 		Use:    "worker",
@@ -41,11 +43,42 @@ func newWorkerCmd() *cobra.Command {
 			stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer cancel()
 			cfg.Rand = rand.New(rand.NewPCG(uint64(seed), 0))
-			lock := locks.NewRedis(locks.RedisConfig{
-				Addr: redisAddr, Key: cfg.Key, Owner: cfg.Process, TTL: ttl,
-				Retry: 20 * time.Millisecond, Rand: rand.New(rand.NewPCG(uint64(seed), 1)),
-			})
-			defer lock.Close()
+			lockRand := rand.New(rand.NewPCG(uint64(seed), 1))
+			lockAddrs := strings.Split(addrs, ",")
+			var lock locks.Locker
+			var etcdLock *locks.Etcd
+			switch backend {
+			case "redis":
+				lock = locks.NewRedis(locks.RedisClient(lockAddrs[0], ttl), locks.RedisConfig{
+					Key: cfg.Key, Owner: cfg.Process, TTL: ttl, Retry: 20 * time.Millisecond, Rand: lockRand})
+			case "redis-sentinel":
+				lock = locks.NewRedis(locks.SentinelClient("lockbench", lockAddrs, ttl), locks.RedisConfig{
+					Key: cfg.Key, Owner: cfg.Process, TTL: ttl, Retry: 20 * time.Millisecond, Rand: lockRand})
+			case "redlock":
+				lock = locks.NewRedlock(locks.RedlockConfig{Addrs: lockAddrs, Key: cfg.Key, TTL: ttl,
+					Retry: 20 * time.Millisecond, DriftFactor: 0.01, Rand: lockRand})
+			case "etcd":
+				l, err := locks.NewEtcd(locks.EtcdConfig{Endpoints: lockAddrs, Key: "/lockbench/lock/" + cfg.Key, TTL: ttl})
+				if err != nil {
+					return fail(exitHarness, err)
+				}
+				lock, etcdLock = l, l
+			case "cas":
+				cfg.CAS = true
+			case "nolock":
+			default:
+				return fail(exitUsage, fmt.Errorf("unknown backend %q", backend))
+			}
+			if lock != nil {
+				defer lock.Close()
+			}
+			var st workloads.Store = store.NewClient(storeAddr, cfg.OpTimeout)
+			if storeKind == "etcd" {
+				if etcdLock == nil {
+					return fail(exitUsage, fmt.Errorf("--store-kind etcd needs --backend etcd"))
+				}
+				st = store.NewEtcd(etcdLock.Client(), etcdDataPrefix, cfg.Epoch, etcdLock.OwnerCmp)
+			}
 			var mu sync.Mutex
 			enc := json.NewEncoder(os.Stdout)
 			emit := func(e history.Event) {
@@ -53,14 +86,16 @@ func newWorkerCmd() *cobra.Command {
 				defer mu.Unlock()
 				_ = enc.Encode(e)
 			}
-			workloads.Counter(stop, cfg, lock, store.NewClient(storeAddr, cfg.OpTimeout), emit)
+			workloads.Counter(stop, cfg, lock, st, emit)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Process, "process", "", "this client's name")
-	f.StringVar(&redisAddr, "redis", "redis:6379", "Redis address")
-	f.StringVar(&storeAddr, "store", "store:7000", "store address")
+	f.StringVar(&backend, "backend", "redis", "lock service")
+	f.StringVar(&addrs, "lock-addrs", "redis:6379", "the lock service's addresses, comma separated")
+	f.StringVar(&storeKind, "store-kind", "lockbench", "where the counter lives: lockbench or etcd")
+	f.StringVar(&storeAddr, "store", "store:7000", "the lockbench store's address")
 	f.StringVar(&cfg.Key, "key", "x", "key of the counter and name of the lock")
 	f.DurationVar(&ttl, "ttl", 2*time.Second, "lease time to live")
 	f.Int64Var(&seed, "seed", 0, "seed of this client's random choices")
@@ -68,8 +103,12 @@ func newWorkerCmd() *cobra.Command {
 	f.DurationVar(&cfg.WorkMax, "work-max", 200*time.Millisecond, "upper bound of the random work")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", time.Second, "timeout of each store request and release")
 	f.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "bound of one wait for the lock")
+	f.BoolVar(&cfg.CheckLease, "check-lease", false, "skip the write when the lease is known to be lost")
 	return cmd
 }
+
+// etcdDataPrefix is where --store etcd keeps the counter.
+const etcdDataPrefix = "/lockbench/data"
 
 func newStoreCmd() *cobra.Command {
 	var listen, fence, logPath string

@@ -83,7 +83,9 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Backend, "backend", "redis", "lock service: redis")
+	f.StringVar(&cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, cas (no lock: conditional writes), nolock (broken control)")
+	f.StringVar(&cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
+	f.IntVar(&cfg.Nodes, "nodes", 5, "independent Redis nodes for redlock")
 	f.StringVar(&cfg.Workload, "workload", "counter", "workload: counter")
 	f.StringSliceVar(&cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause")
 	f.StringVar(&fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
@@ -96,6 +98,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&pauseFor, "pause-duration", 0, "how long a paused client stays frozen (default 2×ttl)")
 	f.DurationVar(&workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section")
 	f.DurationVar(&opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
+	f.BoolVar(&cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
 	f.DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
 	addImageFlags(f, &method, &mirror)
 	return cmd

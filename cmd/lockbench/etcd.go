@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/etcdmain"
+
+	"github.com/lockbench/lockbench/store"
+)
+
+// newEtcdCmd runs the real etcd server, built into this binary so that the
+// node image needs no etcd download: `go install` of etcd's server module is
+// refused, and a main that calls etcdmain.Main is etcd's own entry point.
+func newEtcdCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "etcd [etcd flags]",
+		Short:              "Run the etcd server (etcd's own flags follow)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		Run: func(_ *cobra.Command, args []string) {
+			etcdmain.Main(append([]string{"etcd"}, args...))
+		},
+	}
+}
+
+func etcdClient(endpoints string) (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	return cli, nil
+}
+
+// newEtcdHealthCmd exits 0 once every member is listed and all of them
+// report the same leader.
+func newEtcdHealthCmd() *cobra.Command {
+	var endpoints string
+	cmd := &cobra.Command{
+		Use:    "etcd-health",
+		Short:  "Exit 0 when the etcd cluster has all its members and a leader",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			cli, err := etcdClient(endpoints)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			eps := strings.Split(endpoints, ",")
+			members, err := cli.MemberList(ctx)
+			if err != nil {
+				return fail(exitHarness, fmt.Errorf("member list: %w", err))
+			}
+			if len(members.Members) != len(eps) {
+				return fail(exitHarness, fmt.Errorf("%d members, want %d", len(members.Members), len(eps)))
+			}
+			var leader uint64
+			for _, ep := range eps {
+				st, err := cli.Status(ctx, ep)
+				if err != nil {
+					return fail(exitHarness, fmt.Errorf("status of %s: %w", ep, err))
+				}
+				if st.Leader == 0 || (leader != 0 && st.Leader != leader) {
+					return fail(exitHarness, fmt.Errorf("%s sees leader %x, others %x", ep, st.Leader, leader))
+				}
+				leader = st.Leader
+			}
+			fmt.Printf("%d members, leader %x\n", len(eps), leader)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&endpoints, "endpoints", "e1:2379,e2:2379,e3:2379", "client URLs, comma separated")
+	return cmd
+}
+
+// newEtcdLogCmd prints the revision history of the counter kept in etcd as
+// a store log.
+func newEtcdLogCmd() *cobra.Command {
+	var endpoints, key string
+	cmd := &cobra.Command{
+		Use:    "etcd-log",
+		Short:  "Print the counter's etcd revision history as store log lines",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			cli, err := etcdClient(endpoints)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			entries, err := store.NewEtcd(cli, etcdDataPrefix, 0, nil).Log(ctx, key)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			enc := json.NewEncoder(os.Stdout)
+			for _, e := range entries {
+				if err := enc.Encode(e); err != nil {
+					return fail(exitHarness, err)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&endpoints, "endpoints", "e1:2379,e2:2379,e3:2379", "client URLs, comma separated")
+	cmd.Flags().StringVar(&key, "key", "x", "the counter's key")
+	return cmd
+}

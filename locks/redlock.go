@@ -1,0 +1,131 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+)
+
+// RedlockConfig configures a Redlock client over independent Redis nodes.
+type RedlockConfig struct {
+	Addrs []string
+	Key   string
+	TTL   time.Duration
+	// Retry is the mean pause between attempts while the lock is taken.
+	Retry time.Duration
+	// DriftFactor is the share of the TTL Redlock subtracts for clock drift.
+	DriftFactor float64
+	Rand        *rand.Rand
+}
+
+// Redlock is go-redsync's Redlock. It issues no fencing token: the random
+// value that identifies a holding says nothing about order.
+type Redlock struct {
+	cfg     RedlockConfig
+	clients []*redis.Client
+	rs      *redsync.Redsync
+}
+
+// NewRedlock connects lazily to every node.
+func NewRedlock(cfg RedlockConfig) *Redlock {
+	l := &Redlock{cfg: cfg}
+	var pools []redsyncredis.Pool
+	for _, a := range cfg.Addrs {
+		c := RedisClient(a, cfg.TTL)
+		l.clients = append(l.clients, c)
+		pools = append(pools, goredis.NewPool(c))
+	}
+	l.rs = redsync.New(pools...)
+	return l
+}
+
+// Close closes every node's connections.
+func (l *Redlock) Close() error {
+	var errs []error
+	for _, c := range l.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Acquire takes the lock on a majority of nodes, retrying until ctx ends.
+func (l *Redlock) Acquire(ctx context.Context) (Lease, error) {
+	m := l.rs.NewMutex(l.cfg.Key,
+		redsync.WithExpiry(l.cfg.TTL),
+		redsync.WithTries(math.MaxInt32),
+		redsync.WithDriftFactor(l.cfg.DriftFactor),
+		redsync.WithRetryDelayFunc(func(int) time.Duration {
+			return l.cfg.Retry/2 + time.Duration(l.cfg.Rand.Int64N(int64(l.cfg.Retry)+1))
+		}))
+	// redsync releases what it took on a failed attempt, so a failure here
+	// leaves this client without the lock.
+	if err := m.LockContext(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	}
+	lease := &redlockLease{m: m, ttl: l.cfg.TTL, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go lease.extend()
+	return lease, nil
+}
+
+type redlockLease struct {
+	m      *redsync.Mutex
+	ttl    time.Duration
+	lost   chan struct{}
+	once   sync.Once
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+func (l *redlockLease) Token() (int64, bool)  { return 0, false }
+func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
+func (l *redlockLease) markLost()             { l.once.Do(func() { close(l.lost) }) }
+
+// extend calls Extend every third of the TTL, as redsync users keep a lock
+// while they work; an extension that fails to reach a majority in time
+// loses the lease.
+func (l *redlockLease) extend() {
+	defer close(l.done)
+	tick := time.NewTicker(l.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+		ok, _ := l.m.ExtendContext(ctx)
+		cancel()
+		if !ok || time.Now().After(l.m.Until()) {
+			l.markLost()
+			return
+		}
+	}
+}
+
+func (l *redlockLease) Release(ctx context.Context) error {
+	l.closed.Do(func() { close(l.stop) })
+	<-l.done
+	ok, err := l.m.UnlockContext(ctx)
+	if ok {
+		return nil
+	}
+	// Nodes that could not be reached may still have released; only
+	// answers from every node that the lock was not ours make it definite.
+	var unreachable *redsync.RedisError
+	if errors.As(err, &unreachable) {
+		return fmt.Errorf("%w: release: %w", ErrUnknown, err)
+	}
+	l.markLost()
+	return ErrNotHeld
+}
