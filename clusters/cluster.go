@@ -162,18 +162,19 @@ func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string,
 	return out.String(), nil
 }
 
-// WaitReady runs probe in the node until it succeeds or timeout passes.
-func (c *Cluster) WaitReady(ctx context.Context, name string, timeout time.Duration, probe ...string) error {
+// WaitReady runs probe in the node until it succeeds or timeout passes, and
+// returns what the successful probe printed.
+func (c *Cluster) WaitReady(ctx context.Context, name string, timeout time.Duration, probe ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last error
 	for {
-		if _, last = c.Exec(ctx, name, probe...); last == nil {
-			return nil
+		out, err := c.Exec(ctx, name, probe...)
+		if err == nil {
+			return out, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s: %w", name, timeout, last)
+			return "", fmt.Errorf("%s not ready after %s: %w", name, timeout, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

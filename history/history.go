@@ -48,8 +48,11 @@ type Event struct {
 	Type    Type   `json:"type"`
 	F       string `json:"f"`
 	Key     string `json:"key,omitempty"`
-	// Value is the value read, or the value a write tries to store.
+	// Value is the value read, or the value a write tries to store; in the
+	// set workload, the element a write adds.
 	Value *int64 `json:"value,omitempty"`
+	// Set is the set read, or the set a write tries to store (set workload).
+	Set []int64 `json:"set,omitempty"`
 	// Token is the fencing token the lock issued (acquire ok) or that the
 	// request carried (read, write); 0 means none.
 	Token int64 `json:"token,omitempty"`

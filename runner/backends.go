@@ -63,7 +63,7 @@ var backends = map[string]backend{
 		// The primary sees both replicas and the Sentinels agree on a quorum.
 		ready: func(*Config) []string {
 			return []string{"sh", "-c", "redis-cli -h r1 info replication | grep -q connected_slaves:2 && " +
-				"redis-cli -h s1 -p 26379 sentinel ckquorum " + sentinelMaster + " | grep -q 'OK 3 usable'"}
+				"redis-cli -h s1 -p 26379 sentinel ckquorum " + sentinelMaster + " | grep 'OK 3 usable'"}
 		},
 	},
 	"etcd": {

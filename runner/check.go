@@ -56,7 +56,7 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 		rep.Notes = append(rep.Notes, note)
 	}
 	in := checkers.Input{History: events, Store: log, Key: Key}
-	for _, c := range checkers.All(linearTimeout) {
+	for _, c := range checkers.For(test.Config.Workload, linearTimeout) {
 		rep.Checkers = append(rep.Checkers, c.Check(in))
 	}
 	rep.Verdict = checkers.Overall(rep.Checkers)

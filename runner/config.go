@@ -16,7 +16,7 @@ import (
 // Backends, workloads, stores and faults this build knows.
 var (
 	Backends  = []string{"redis", "redlock", "redis-sentinel", "etcd", "cas", "nolock"}
-	Workloads = []string{"counter"}
+	Workloads = []string{"counter", "set"}
 	Stores    = []string{"lockbench", "etcd"}
 	Nemeses   = []string{"none", "pause"}
 )

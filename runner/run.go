@@ -62,6 +62,8 @@ type Test struct {
 	Config   Config            `json:"config"`
 	Image    string            `json:"image"`
 	Versions map[string]string `json:"versions"`
+	// Health is what the service's health check said before the workload.
+	Health string `json:"health,omitempty"`
 	// End is set once the clients have stopped and their events are all
 	// recorded; a run without it was cut short (the harness was killed).
 	End *time.Time `json:"end,omitempty"`
@@ -178,9 +180,11 @@ func (r *run) up(ctx context.Context, test *Test) error {
 		return err
 	}
 	if b.ready != nil {
-		if err := r.cluster.WaitReady(ctx, services[0].node.Name, 60*time.Second, b.ready(&r.cfg)...); err != nil {
+		out, err := r.cluster.WaitReady(ctx, services[0].node.Name, 60*time.Second, b.ready(&r.cfg)...)
+		if err != nil {
 			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
 		}
+		test.Health = strings.TrimSpace(out)
 	}
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
@@ -224,7 +228,7 @@ func (r *run) start(ctx context.Context, services []service) error {
 		if s.probe == nil {
 			continue
 		}
-		if err := r.cluster.WaitReady(ctx, s.node.Name, 30*time.Second, s.probe...); err != nil {
+		if _, err := r.cluster.WaitReady(ctx, s.node.Name, 30*time.Second, s.probe...); err != nil {
 			return err
 		}
 	}
@@ -316,7 +320,7 @@ wait:
 
 func (r *run) workerCmd(name string, seed int64) []string {
 	return []string{"lockbench", "worker",
-		"--process", name, "--backend", r.cfg.Backend,
+		"--process", name, "--workload", r.cfg.Workload, "--backend", r.cfg.Backend,
 		"--lock-addrs", strings.Join(backends[r.cfg.Backend].addrs(&r.cfg), ","),
 		"--store-kind", r.cfg.Store, "--store", storeAddr, "--key", Key,
 		"--ttl", r.cfg.TTL.D().String(), "--seed", strconv.FormatInt(seed, 10),

@@ -29,10 +29,9 @@ func NewClient(addr string, timeout time.Duration) *Client {
 	}
 }
 
-// Read returns the key's value and version.
-func (c *Client) Read(ctx context.Context, r Request) (value, version int64, err error) {
-	resp, err := c.do(ctx, "/read", r)
-	return resp.Value, resp.Version, err
+// Read returns the key's value, set and version.
+func (c *Client) Read(ctx context.Context, r Request) (Response, error) {
+	return c.do(ctx, "/read", r)
 }
 
 // Write stores r.Value.

@@ -50,6 +50,8 @@ type Entry struct {
 	Token  int64  `json:"token,omitempty"`
 	// Value is what a read returned or what a write stored (or tried to).
 	Value int64 `json:"value"`
+	// Set is what a read returned or a write stored, for keys holding sets.
+	Set []int64 `json:"set,omitempty"`
 	// Prev is the key's value when the request was applied.
 	Prev    int64  `json:"prev"`
 	Outcome string `json:"outcome"`

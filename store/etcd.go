@@ -26,8 +26,9 @@ type Etcd struct {
 // etcdValue is what a write puts: the value and who wrote it, so that the
 // key's revision history can be read back as a store log.
 type etcdValue struct {
-	Value  int64  `json:"value"`
-	Token  int64  `json:"token,omitempty"`
+	Value  int64   `json:"value"`
+	Set    []int64 `json:"set,omitempty"`
+	Token  int64   `json:"token,omitempty"`
 	Req    string `json:"req"`
 	Client string `json:"client"`
 	Time   int64  `json:"time"` // when the writer sent it, since the epoch
@@ -41,19 +42,19 @@ func NewEtcd(cli *clientv3.Client, prefix string, epoch int64, guard func() (cli
 func (s *Etcd) path(key string) string { return s.key + "/" + key }
 
 // Read returns the value and its version (etcd's count of writes to it).
-func (s *Etcd) Read(ctx context.Context, r Request) (int64, int64, error) {
+func (s *Etcd) Read(ctx context.Context, r Request) (Response, error) {
 	resp, err := s.cli.Get(ctx, s.path(r.Key))
 	if err != nil {
-		return 0, 0, fmt.Errorf("etcd read: %w", err)
+		return Response{}, fmt.Errorf("etcd read: %w", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return 0, 0, nil
+		return Response{Outcome: Accepted}, nil
 	}
 	var v etcdValue
 	if err := json.Unmarshal(resp.Kvs[0].Value, &v); err != nil {
-		return 0, 0, fmt.Errorf("etcd read: %w", err)
+		return Response{}, fmt.Errorf("etcd read: %w", err)
 	}
-	return v.Value, resp.Kvs[0].Version, nil
+	return Response{Value: v.Value, Set: v.Set, Version: resp.Kvs[0].Version, Outcome: Accepted}, nil
 }
 
 // Write puts r.Value if the writer still owns the lock.
@@ -62,7 +63,7 @@ func (s *Etcd) Write(ctx context.Context, r Request) error {
 	if !ok {
 		return fmt.Errorf("%w: the client holds no lock", ErrRejected)
 	}
-	data, err := json.Marshal(etcdValue{Value: r.Value, Token: r.Token, Req: r.Req, Client: r.Client, Time: history.Mono() - s.epoch})
+	data, err := json.Marshal(etcdValue{Value: r.Value, Set: r.Set, Token: r.Token, Req: r.Req, Client: r.Client, Time: history.Mono() - s.epoch})
 	if err != nil {
 		return fmt.Errorf("etcd write: %w", err)
 	}
@@ -106,7 +107,7 @@ func (s *Etcd) Log(ctx context.Context, key string) ([]Entry, error) {
 			}
 			out = append(out, Entry{
 				Seq: int64(len(out)), Time: v.Time, Req: v.Req, Client: v.Client, Op: "write", Key: key,
-				Token: v.Token, Value: v.Value, Prev: prev, Outcome: Accepted,
+				Token: v.Token, Value: v.Value, Set: v.Set, Prev: prev, Outcome: Accepted,
 			})
 			prev = v.Value
 			if ev.Kv.ModRevision >= last {

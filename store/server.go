@@ -17,6 +17,8 @@ type Request struct {
 	Key    string `json:"key"`
 	Token  int64  `json:"token,omitempty"`
 	Value  int64  `json:"value,omitempty"` // writes only
+	// Set, on a write, stores a set; the set workload's keys hold sets.
+	Set []int64 `json:"set,omitempty"`
 	// IfVersion makes a write conditional: it is applied only while the
 	// key's version (its count of accepted writes) is still this one.
 	IfVersion *int64 `json:"if_version,omitempty"`
@@ -24,8 +26,9 @@ type Request struct {
 
 // Response answers a request.
 type Response struct {
-	Value    int64  `json:"value"`
-	Version  int64  `json:"version"`
+	Value    int64   `json:"value"`
+	Set      []int64 `json:"set,omitempty"`
+	Version  int64   `json:"version"`
 	Outcome  string `json:"outcome"`
 	MaxToken int64  `json:"max_token,omitempty"`
 	Reason   string `json:"reason,omitempty"`
@@ -38,6 +41,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	values    map[string]int64
+	sets      map[string][]int64
 	versions  map[string]int64
 	maxWrite  map[string]int64 // highest token accepted on a write, per key
 	maxAny    map[string]int64 // highest token accepted on any request, per key
@@ -54,7 +58,7 @@ func NewServer(fence Fence, logPath string, epoch int64) (*Server, error) {
 	}
 	return &Server{
 		fence: fence, epoch: epoch, log: f,
-		values: map[string]int64{}, versions: map[string]int64{}, maxWrite: map[string]int64{}, maxAny: map[string]int64{},
+		values: map[string]int64{}, sets: map[string][]int64{}, versions: map[string]int64{}, maxWrite: map[string]int64{}, maxAny: map[string]int64{},
 	}, nil
 }
 
@@ -117,13 +121,16 @@ func (s *Server) Apply(op string, req Request) (Response, error) {
 		e.Reason = fmt.Sprintf("version %d, not %d", version, *req.IfVersion)
 	}
 	if op == "write" {
-		e.Value = req.Value
+		e.Value, e.Set = req.Value, req.Set
 	} else {
-		e.Value = prev
+		e.Value, e.Set = prev, s.sets[req.Key]
 	}
 	if e.Outcome == Accepted {
 		if op == "write" {
 			s.values[req.Key] = req.Value
+			if req.Set != nil {
+				s.sets[req.Key] = req.Set
+			}
 			s.versions[req.Key]++
 			s.maxWrite[req.Key] = max(s.maxWrite[req.Key], req.Token)
 		}
@@ -138,7 +145,7 @@ func (s *Server) Apply(op string, req Request) (Response, error) {
 		return Response{}, s.logFailed
 	}
 	s.seq++
-	return Response{Value: e.Value, Version: s.versions[req.Key], Outcome: e.Outcome, MaxToken: seen, Reason: e.Reason}, nil
+	return Response{Value: e.Value, Set: e.Set, Version: s.versions[req.Key], Outcome: e.Outcome, MaxToken: seen, Reason: e.Reason}, nil
 }
 
 // Close closes the log.

@@ -101,16 +101,16 @@ func TestHTTPClientOutcomes(t *testing.T) {
 	if err := c.Write(ctx, Request{Req: "c2-1", Client: "c2", Key: "x", Token: 5, Value: 7}); err != nil {
 		t.Fatal(err)
 	}
-	v, ver, err := c.Read(ctx, Request{Req: "c2-2", Client: "c2", Key: "x", Token: 5})
-	if err != nil || v != 7 || ver != 1 {
-		t.Fatalf("read = %d version %d, %v; want 7 version 1", v, ver, err)
+	got, err := c.Read(ctx, Request{Req: "c2-2", Client: "c2", Key: "x", Token: 5})
+	if err != nil || got.Value != 7 || got.Version != 1 {
+		t.Fatalf("read = %+v, %v; want 7 at version 1", got, err)
 	}
 	err = c.Write(ctx, Request{Req: "c1-1", Client: "c1", Key: "x", Token: 4, Value: 1})
 	if !errors.Is(err, ErrRejected) {
 		t.Fatalf("stale write: %v, want ErrRejected", err)
 	}
-	if v, _, _ := c.Read(ctx, Request{Req: "c2-3", Client: "c2", Key: "x", Token: 5}); v != 7 {
-		t.Errorf("rejected write changed the value to %d", v)
+	if got, _ := c.Read(ctx, Request{Req: "c2-3", Client: "c2", Key: "x", Token: 5}); got.Value != 7 {
+		t.Errorf("rejected write changed the value to %d", got.Value)
 	}
 }
 

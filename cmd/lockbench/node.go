@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,7 +29,7 @@ import (
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		cfg                       workloads.CounterConfig
+		cfg                       workloads.Config
 		backend, storeKind, addrs string
 		storeAddr                 string
 		ttl                       time.Duration
@@ -86,12 +87,16 @@ func newWorkerCmd() *cobra.Command {
 				defer mu.Unlock()
 				_ = enc.Encode(e)
 			}
-			workloads.Counter(stop, cfg, lock, st, emit)
+			if n, err := strconv.ParseInt(strings.TrimPrefix(cfg.Process, "c"), 10, 64); err == nil {
+				cfg.ID = n
+			}
+			workloads.Run(stop, cfg, lock, st, emit)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Process, "process", "", "this client's name")
+	f.StringVar(&cfg.Kind, "workload", workloads.CounterKind, "counter or set")
 	f.StringVar(&backend, "backend", "redis", "lock service")
 	f.StringVar(&addrs, "lock-addrs", "redis:6379", "the lock service's addresses, comma separated")
 	f.StringVar(&storeKind, "store-kind", "lockbench", "where the counter lives: lockbench or etcd")

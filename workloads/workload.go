@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -17,14 +18,26 @@ import (
 // Store is the resource the lock protects. A rejected request wraps
 // store.ErrRejected.
 type Store interface {
-	Read(ctx context.Context, r store.Request) (value, version int64, err error)
+	Read(ctx context.Context, r store.Request) (store.Response, error)
 	Write(ctx context.Context, r store.Request) error
 }
 
-// CounterConfig configures one client of the counter workload.
-type CounterConfig struct {
+// Workloads this package runs.
+const (
+	// CounterKind: read x, write x+1.
+	CounterKind = "counter"
+	// SetKind: read a set, add an element no one else adds, write it back
+	// (Jepsen's lock-set).
+	SetKind = "set"
+)
+
+// Config configures one client.
+type Config struct {
+	Kind    string
 	Process string // "c1", "c2", …
-	Key     string
+	// ID numbers the client; it makes the set workload's elements unique.
+	ID  int64
+	Key string
 	// WorkMax bounds the random work done between read and write.
 	WorkMax time.Duration
 	// AcquireTimeout bounds one wait for the lock.
@@ -41,11 +54,11 @@ type CounterConfig struct {
 	Rand       *rand.Rand
 }
 
-// Counter runs acquire → read x → work → write x+1 → release until stop is
-// done, finishing the cycle in progress. Each step is an invoke followed by
-// ok (it happened), fail (it certainly did not) or info (unknown). With a
-// nil lock the client enters the section without one.
-func Counter(stop context.Context, cfg CounterConfig, lock locks.Locker, st Store, emit func(history.Event)) {
+// Run loops acquire → read → work → write → release until stop is done,
+// finishing the cycle in progress. Each step is an invoke followed by ok (it
+// happened), fail (it certainly did not) or info (unknown). With a nil lock
+// the client enters the section without one.
+func Run(stop context.Context, cfg Config, lock locks.Locker, st Store, emit func(history.Event)) {
 	c := &counter{cfg: cfg, lock: lock, st: st, emit: emit}
 	for stop.Err() == nil {
 		c.cycle(stop)
@@ -53,11 +66,13 @@ func Counter(stop context.Context, cfg CounterConfig, lock locks.Locker, st Stor
 }
 
 type counter struct {
-	cfg  CounterConfig
+	cfg  Config
 	lock locks.Locker
 	st   Store
 	emit func(history.Event)
 	req  int
+	// added counts the set elements this client has tried to add.
+	added int64
 }
 
 func (c *counter) event(t history.Type, f string, e history.Event) history.Event {
@@ -129,13 +144,17 @@ func (c *counter) section(lease locks.Lease, token int64) {
 	req := c.request(token, 0)
 	c.event(history.Invoke, history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req})
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.OpTimeout)
-	v, version, err := c.st.Read(ctx, req)
+	got, err := c.st.Read(ctx, req)
 	cancel()
 	if err != nil {
 		c.event(outcome(err, store.ErrRejected), history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Error: err.Error()})
 		return
 	}
-	c.event(history.OK, history.Read, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v)})
+	read := history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(got.Value)}
+	if c.cfg.Kind == SetKind {
+		read.Value, read.Set = nil, got.Set
+	}
+	c.event(history.OK, history.Read, read)
 
 	time.Sleep(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.WorkMax) + 1)))
 
@@ -150,16 +169,28 @@ func (c *counter) section(lease locks.Lease, token int64) {
 		default:
 		}
 	}
-	req = c.request(token, v+1)
+	req = c.request(token, got.Value+1)
 	if c.cfg.CAS {
-		req.IfVersion = &version
+		req.IfVersion = &got.Version
 	}
-	c.event(history.Invoke, history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1)})
+	write := history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(req.Value)}
+	if c.cfg.Kind == SetKind {
+		c.added++
+		element := c.cfg.ID*elementsPerClient + c.added
+		req.Value, req.Set = 0, append(slices.Clone(got.Set), element)
+		write.Value, write.Set = history.Int(element), req.Set
+	}
+	c.event(history.Invoke, history.Write, write)
 	ctx, cancel = context.WithTimeout(context.Background(), c.cfg.OpTimeout)
 	err = c.st.Write(ctx, req)
 	cancel()
-	c.event(outcome(err, store.ErrRejected), history.Write, history.Event{Key: req.Key, Token: token, Req: req.Req, Value: history.Int(v + 1), Error: errText(err)})
+	// The invocation already names the whole set.
+	write.Set, write.Error = nil, errText(err)
+	c.event(outcome(err, store.ErrRejected), history.Write, write)
 }
+
+// elementsPerClient spaces the clients' elements so they never collide.
+const elementsPerClient = 1_000_000_000
 
 func (c *counter) request(token, value int64) store.Request {
 	c.req++

@@ -1,0 +1,201 @@
+package checkers
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// For returns the checkers of a workload ("counter" or "set"), in the
+// order results are reported.
+func For(workload string, linearTimeout time.Duration) []Checker {
+	if workload == "set" {
+		return []Checker{SetView{Linearizable{Timeout: linearTimeout}}, Fence{}, LostElements{}, Progress{MinSections: 5}}
+	}
+	return All(linearTimeout)
+}
+
+// SetView runs a counter checker on a set history. A section of the set
+// workload reads a set and writes that set plus one element, so naming each
+// distinct set by a number (the empty set is 0) turns it into a section that
+// reads one value and writes another, which the counter's model already
+// judges: legal only from the state it read, and then in the state it wrote.
+type SetView struct{ Inner Checker }
+
+// Name implements Checker.
+func (v SetView) Name() string { return v.Inner.Name() }
+
+// Check implements Checker.
+func (v SetView) Check(in Input) Result {
+	ids := map[string]int64{"": 0}
+	id := func(set []int64) *int64 {
+		k := setKey(set)
+		n, ok := ids[k]
+		if !ok {
+			n = int64(len(ids))
+			ids[k] = n
+		}
+		return &n
+	}
+	// The write's completion carries no set: it takes its invocation's.
+	pending := map[string][]int64{}
+	h := make([]history.Event, len(in.History))
+	for i, e := range in.History {
+		switch {
+		case e.F == history.Read && e.Type == history.OK:
+			e.Value = id(e.Set)
+		case e.F == history.Write && e.Type == history.Invoke:
+			pending[e.Process] = e.Set
+			e.Value = id(e.Set)
+		case e.F == history.Write:
+			e.Value = id(pending[e.Process])
+		}
+		h[i] = e
+	}
+	log := make([]store.Entry, len(in.Store))
+	for i, e := range in.Store {
+		e.Value = *id(e.Set)
+		log[i] = e
+	}
+	in.History, in.Store = h, log
+	return v.Inner.Check(in)
+}
+
+func setKey(set []int64) string {
+	s := slices.Clone(set)
+	slices.Sort(s)
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// LostElements is the set workload's lost-update check: every element whose
+// write was acknowledged must be in the final set, and nothing may be there
+// that no client tried to add.
+type LostElements struct{}
+
+// Name implements Checker.
+func (LostElements) Name() string { return "lost-elements" }
+
+// adder is the write that tried to add an element.
+type adder struct {
+	client string
+	token  int64
+	event  int64 // the write's invocation
+	typ    history.Type
+}
+
+// Check implements Checker.
+func (c LostElements) Check(in Input) Result {
+	r := newResult(c.Name())
+	added := map[int64]*adder{}
+	pending := map[string]int64{} // process -> element of its open write
+	for _, e := range in.History {
+		if e.F != history.Write || e.Process == history.Nemesis {
+			continue
+		}
+		if e.Type == history.Invoke {
+			if e.Value != nil {
+				added[*e.Value] = &adder{client: e.Process, token: e.Token, event: e.Index, typ: history.Info}
+				pending[e.Process] = *e.Value
+			}
+			continue
+		}
+		if el, ok := pending[e.Process]; ok {
+			added[el].typ = e.Type
+			delete(pending, e.Process)
+		}
+	}
+	var accepted []store.Entry
+	for _, e := range in.Store {
+		if e.Op == "write" && e.Outcome == store.Accepted && (in.Key == "" || e.Key == in.Key) {
+			accepted = append(accepted, e)
+		}
+	}
+	final := map[int64]bool{}
+	if len(accepted) > 0 {
+		for _, x := range accepted[len(accepted)-1].Set {
+			final[x] = true
+		}
+	}
+	var acked, unknown, unknownPresent int64
+	var lost []int64
+	for el, a := range added {
+		switch a.typ {
+		case history.OK:
+			acked++
+			if !final[el] {
+				lost = append(lost, el)
+			}
+		case history.Info:
+			unknown++
+			if final[el] {
+				unknownPresent++
+			}
+		}
+	}
+	sort.Slice(lost, func(i, j int) bool { return added[lost[i]].event < added[lost[j]].event })
+	erasers := erasedBy(accepted)
+	for _, el := range lost {
+		a := added[el]
+		an := Anomaly{Kind: "lost-element", Events: []int64{a.event}, Clients: []string{a.client}, Tokens: []int64{a.token}}
+		an.Message = fmt.Sprintf("%s added %d (token %d, event %d) and the store acknowledged it, but it is not in the final set", a.client, el, a.token, a.event)
+		if w, ok := erasers[el]; ok {
+			an.Message += fmt.Sprintf(": %s's write with token %d at %s (store seq %d) wrote a set without it", w.Client, w.Token, history.Seconds(w.Time), w.Seq)
+			an.StoreSeqs = []int64{w.Seq}
+			an.Clients = append(an.Clients, w.Client)
+			an.Tokens = append(an.Tokens, w.Token)
+			an.Time = w.Time
+		}
+		r.add("lost", an)
+	}
+	var phantoms []int64
+	for x := range final {
+		if _, ok := added[x]; !ok {
+			phantoms = append(phantoms, x)
+		}
+	}
+	slices.Sort(phantoms)
+	for _, x := range phantoms {
+		r.add("phantom", Anomaly{Kind: "phantom-element", Message: fmt.Sprintf("%d is in the final set but no client tried to add it", x)})
+	}
+	r.Counts["acknowledged"], r.Counts["unknown"], r.Counts["unknown_present"] = acked, unknown, unknownPresent
+	r.Counts["final"] = int64(len(final))
+	r.Valid = Valid
+	if len(r.Anomalies) > 0 {
+		r.Valid = Invalid
+	}
+	r.Summary = fmt.Sprintf("%d elements in the final set; %s acknowledged, %d unknown (%d present); %s lost",
+		len(final), plural(acked, "add"), unknown, unknownPresent, plural(int64(len(lost)), "element"))
+	return r
+}
+
+// erasedBy finds, for each element that left the set, the first accepted
+// write that stored a set without it.
+func erasedBy(accepted []store.Entry) map[int64]store.Entry {
+	out := map[int64]store.Entry{}
+	present := map[int64]bool{}
+	for _, w := range accepted {
+		now := map[int64]bool{}
+		for _, x := range w.Set {
+			now[x] = true
+		}
+		for x := range present {
+			if !now[x] {
+				if _, seen := out[x]; !seen {
+					out[x] = w
+				}
+			}
+		}
+		present = now
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/runner"
+)
+
+func readTest(t *testing.T, dir string) runner.Test {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, runner.TestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var test runner.Test
+	if err := json.Unmarshal(data, &test); err != nil {
+		t.Fatal(err)
+	}
+	return test
+}
+
+// Every backend keeps a fault-free run safe, on both workloads, except the
+// broken control, which must be caught: the harness's proof that its
+// checkers can fail.
+func TestBackendsWithoutFaults(t *testing.T) {
+	for _, backend := range []string{"redis", "redlock", "redis-sentinel", "etcd", "cas", "nolock"} {
+		for _, workload := range []string{"counter", "set"} {
+			t.Run(backend+"-"+workload, func(t *testing.T) {
+				want := 0
+				if backend == "nolock" {
+					want = 1
+				}
+				r := lockbench(t, nil, "run", "--backend", backend, "--workload", workload, "--nemesis", "none", "--time-limit", "6s", "--seed", "21")
+				defer assertNothingLeft(t, r.runID)
+				if r.exit != want {
+					t.Fatalf("exit %d, want %d", r.exit, want)
+				}
+				rep := readReport(t, r.dir)
+				if p := checker(t, rep, "progress"); p.Counts["sections"] < 10 {
+					t.Errorf("only %d sections in 6 s", p.Counts["sections"])
+				}
+				if backend == "etcd" {
+					if h := readTest(t, r.dir).Health; !strings.Contains(h, "3 members, leader") {
+						t.Errorf("etcd health before the workload: %q", h)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Under client pauses the unfenced leases fail and the fenced ones hold.
+func TestBackendsUnderPause(t *testing.T) {
+	cases := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--backend", "redlock"}, 1},
+		{[]string{"--backend", "etcd", "--fence", "none"}, 1},
+		{[]string{"--backend", "etcd", "--fence", "all"}, 0},
+		{[]string{"--backend", "etcd", "--store", "etcd"}, 0},
+		{[]string{"--backend", "cas"}, 0},
+		{[]string{"--backend", "redis", "--workload", "set", "--fence", "all"}, 0},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			args := append([]string{"run", "--nemesis", "pause", "--time-limit", "30s", "--seed", "22"}, c.args...)
+			r := lockbench(t, nil, args...)
+			defer assertNothingLeft(t, r.runID)
+			if r.exit != c.want {
+				t.Fatalf("exit %d, want %d", r.exit, c.want)
+			}
+			if len(pausedClients(t, r.dir)) == 0 {
+				t.Fatal("the nemesis paused nobody")
+			}
+		})
+	}
+}
+
+func TestBackendCombinationsRefused(t *testing.T) {
+	cases := map[string][]string{
+		"redlock has no tokens":       {"--backend", "redlock", "--fence", "all"},
+		"cas has no tokens":           {"--backend", "cas", "--fence", "writes"},
+		"etcd store needs etcd":       {"--backend", "redis", "--store", "etcd"},
+		"etcd store is its own fence": {"--backend", "etcd", "--store", "etcd", "--fence", "all"},
+		"etcd counts whole seconds":   {"--backend", "etcd", "--ttl", "1500ms"},
+		"redlock nodes":               {"--backend", "redlock", "--nodes", "0"},
+		"unknown workload":            {"--workload", "bank"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := lockbench(t, nil, append([]string{"run"}, args...)...)
+			if r.exit != 254 {
+				t.Errorf("exit %d, want 254", r.exit)
+			}
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 || r.stderr == "" {
+				t.Errorf("want one line on stderr, got %q", r.stderr)
+			}
+			if r.runID != "" {
+				t.Errorf("a run started: %s", fmt.Sprint(r.runID))
+			}
+		})
+	}
+}
