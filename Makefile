@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test unit e2e bench clean
+.PHONY: all build deps images run test unit bench fuzz clean
 
 all: build
 
@@ -31,8 +31,13 @@ test: deps
 unit:
 	$(GO_TEST) -short ./...
 
-bench:
-	go test -run '^$$' -bench . -benchmem ./...
+# Benchmarks print benchstat-comparable lines: checkers on generated
+# histories, then bring-up, lock cycles and time to first anomaly against
+# their floors (these start containers).
+bench: images
+	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
+	go test -run '^$$' -bench 'BringUp|LockCycles' -benchtime 3x -timeout 30m ./runner/
+	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/
 
 clean: build
 	$(BIN) clean

@@ -81,8 +81,8 @@ type run struct {
 	services []string
 	clients  []string
 
-	ops, acquired, faultsInjected atomic.Int64
-	histErr                       atomic.Pointer[error]
+	status  *status
+	histErr atomic.Pointer[error]
 }
 
 // Run runs one test and checks it. The cluster is torn down and every fault
@@ -113,7 +113,8 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, opts: opts, dir: dir, hist: hist, holders: newHolders(backends[cfg.Backend].lockless)}
+	r := &run{cfg: cfg, opts: opts, dir: dir, hist: hist, holders: newHolders(backends[cfg.Backend].lockless),
+		status: newStatus(opts.Out, cfg.TimeLimit.D())}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
 	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
@@ -273,6 +274,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	if r.cfg.Faulty() {
 		r.faults = []nemesis.Fault{&nemesis.PauseHolder{Nodes: r.cluster, Holders: r.holders}}
 	}
+	r.status.start()
 	limit, cancel := context.WithTimeout(ctx, r.cfg.TimeLimit.D())
 	defer cancel()
 	nemDone := make(chan error, 1)
@@ -281,9 +283,8 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		nemDone <- nemesis.Run(limit, sched, r.faults, rand.New(rand.NewPCG(uint64(r.cfg.Seed), 1)), r.nemesisEvent)
 	}()
 
-	status := time.NewTicker(5 * time.Second)
-	defer status.Stop()
-	began := time.Now()
+	tick := time.NewTicker(r.status.every())
+	defer tick.Stop()
 	var nemErr error
 wait:
 	for {
@@ -295,11 +296,11 @@ wait:
 			if nemErr != nil {
 				cancel()
 			}
-		case <-status.C:
-			fmt.Fprintf(r.opts.Out, "  %4.0fs/%s  ops %d  holds %d  faults %d\n",
-				time.Since(began).Seconds(), r.cfg.TimeLimit.D(), r.ops.Load(), r.acquired.Load(), r.faultsInjected.Load())
+		case <-tick.C:
+			r.status.draw()
 		}
 	}
+	r.status.done()
 	interrupted := ctx.Err() != nil
 	if nemDone != nil {
 		nemErr = <-nemDone
@@ -339,21 +340,16 @@ func (r *run) clientLine(name string, line []byte, log io.Writer) {
 		return
 	}
 	r.record(e)
-	if e.Type == history.Invoke {
-		r.ops.Add(1)
-	}
-	if e.F == history.Acquire && e.Type == history.OK {
-		r.acquired.Add(1)
-	}
+	r.status.observe(e)
 	r.holders.observe(e)
 }
 
 func (r *run) nemesisEvent(e history.Event) {
 	e.Time = history.Mono() - r.epoch
 	r.record(e)
+	r.status.observe(e)
 	if e.F == history.Start && e.Type == history.Info {
-		r.faultsInjected.Add(1)
-		fmt.Fprintf(r.opts.Out, "  %s: %s %s\n", history.Seconds(e.Time), e.Fault, strings.Join(e.Targets, ","))
+		r.status.say("  %s: %s %s", history.Seconds(e.Time), e.Fault, strings.Join(e.Targets, ","))
 	}
 }
 

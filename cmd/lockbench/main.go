@@ -74,6 +74,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newCheckCmd(), newCleanCmd(), newImagesCmd(),
-		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd())
+		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd())
 	return root
 }

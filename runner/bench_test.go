@@ -1,0 +1,250 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/images"
+)
+
+// The benchmarks below start real containers: they measure the harness
+// against the floor of what the engine and the service cost anyway.
+
+var (
+	benchOnce  sync.Once
+	benchBin   string
+	benchImage string
+	benchErr   error
+)
+
+// benchSetup builds the lockbench binary and its node image once.
+func benchSetup(b *testing.B) (*clusters.Engine, string) {
+	b.Helper()
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lockbench-bench-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchBin = filepath.Join(dir, "lockbench")
+		cmd := exec.Command("go", "build", "-o", benchBin, "../cmd/lockbench")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			benchErr = err
+			b.Logf("%s", out)
+			return
+		}
+		eng, err := clusters.Connect(context.Background())
+		if err != nil {
+			benchErr = err
+			return
+		}
+		defer eng.Close()
+		benchImage, benchErr = images.Ensure(context.Background(), eng.Client, images.Options{
+			Binary: benchBin, Method: images.Auto, Mirror: "http://deb.debian.org/debian", Log: io.Discard})
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	eng, err := clusters.Connect(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	return eng, benchImage
+}
+
+func benchConfig(backend string) Config {
+	cfg := validConfig()
+	cfg.Backend, cfg.Nemesis, cfg.Nodes = backend, []string{"none"}, 5
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+// BenchmarkBringUp times starting a backend's nodes until they are ready
+// (and, for etcd, healthy) plus tearing them down, against the floor of
+// starting and removing the same containers without waiting for anything.
+func BenchmarkBringUp(b *testing.B) {
+	eng, image := benchSetup(b)
+	for _, backend := range []string{"redis", "redlock", "etcd"} {
+		b.Run(backend, func(b *testing.B) {
+			cfg := benchConfig(backend)
+			var ours, floor time.Duration
+			for i := 0; i < b.N; i++ {
+				ours += timeIt(b, func() {
+					c := newBenchCluster(b, eng, image)
+					r := &run{cfg: cfg, cluster: c}
+					services := backends[backend].services(&cfg)
+					if err := r.start(context.Background(), services); err != nil {
+						b.Fatal(err)
+					}
+					if ready := backends[backend].ready; ready != nil {
+						if _, err := c.WaitReady(context.Background(), services[0].node.Name, time.Minute, ready(&cfg)...); err != nil {
+							b.Fatal(err)
+						}
+					}
+					downBench(b, c)
+				})
+				floor += timeIt(b, func() {
+					c := newBenchCluster(b, eng, image)
+					for _, s := range backends[backend].services(&cfg) {
+						if err := c.Start(context.Background(), s.node); err != nil {
+							b.Fatal(err)
+						}
+					}
+					downBench(b, c)
+				})
+			}
+			n := float64(b.N)
+			b.ReportMetric(ours.Seconds()*1000/n, "ms/up+down")
+			b.ReportMetric(floor.Seconds()*1000/n, "ms/floor")
+			b.ReportMetric(ours.Seconds()/floor.Seconds(), "x-floor")
+		})
+	}
+}
+
+func timeIt(b *testing.B, f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+func newBenchCluster(b *testing.B, eng *clusters.Engine, image string) *clusters.Cluster {
+	c, err := clusters.New(context.Background(), eng, "bench"+newRunID(), image)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func downBench(b *testing.B, c *clusters.Cluster) {
+	if err := c.Down(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runBench runs one whole test as `lockbench run` would.
+func runBench(b *testing.B, cfg Config) *Report {
+	b.Helper()
+	benchSetup(b)
+	rep, err := Run(context.Background(), cfg, Options{
+		Results: b.TempDir(), Binary: benchBin, ImageMethod: images.Auto,
+		Mirror: "http://deb.debian.org/debian", Out: io.Discard,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rep
+}
+
+// BenchmarkLockCycles measures lock cycles per second of one client of the
+// counter workload (no faults, no work in the section) against bare
+// SET NX / compare-and-delete round trips to the same kind of Redis from
+// another container: the floor.
+func BenchmarkLockCycles(b *testing.B) {
+	eng, image := benchSetup(b)
+	const window = 5 * time.Second
+	var ours, floor []float64
+	for i := 0; i < b.N; i++ {
+		cfg := benchConfig("redis")
+		cfg.Concurrency, cfg.WorkMax, cfg.TimeLimit = 1, 0, Duration(window)
+		rep := runBench(b, cfg)
+		for _, r := range rep.Checkers {
+			if r.Checker == "progress" {
+				ours = append(ours, float64(r.Counts["sections"])/window.Seconds())
+			}
+		}
+
+		c := newBenchCluster(b, eng, image)
+		r := &run{cfg: cfg, cluster: c}
+		if err := r.start(context.Background(), backends["redis"].services(&cfg)); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Start(context.Background(), clusters.Node{Name: "floor", Role: "client",
+			Cmd: []string{"lockbench", "rawlock", "--addr", "redis:6379", "--duration", window.String()}}); err != nil {
+			b.Fatal(err)
+		}
+		var out strings.Builder
+		if err := c.Lines(context.Background(), "floor", io.Discard, func(l []byte) { out.Write(l) }); err != nil {
+			b.Fatal(err)
+		}
+		downBench(b, c)
+		v, err := strconv.ParseFloat(strings.TrimSpace(out.String()), 64)
+		if err != nil {
+			b.Fatalf("floor printed %q", out.String())
+		}
+		floor = append(floor, v)
+	}
+	b.ReportMetric(median(ours), "cycles/s")
+	b.ReportMetric(median(floor), "floor-cycles/s")
+	b.ReportMetric(median(floor)/median(ours), "x-floor")
+}
+
+// BenchmarkTimeToFirstAnomaly runs the unfenced Redis pause case and
+// measures when the first stale write was accepted, against the floor of
+// one TTL after the first pause began: the lease cannot expire sooner.
+// Run it with -benchtime=10x for the median of ten runs.
+func BenchmarkTimeToFirstAnomaly(b *testing.B) {
+	var first, floors []float64
+	missed := 0
+	for i := 0; i < b.N; i++ {
+		cfg := benchConfig("redis")
+		cfg.Nemesis, cfg.TimeLimit, cfg.Seed = []string{"pause"}, Duration(20*time.Second), int64(100+i)
+		rep := runBench(b, cfg)
+		events, err := history.DecodeFile(filepath.Join(rep.Dir, HistoryFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var pauseAt int64 = -1
+		for _, e := range events {
+			if e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Start {
+				pauseAt = e.Time
+				break
+			}
+		}
+		anomalyAt := int64(-1)
+		for _, r := range rep.Checkers {
+			for _, a := range r.Anomalies {
+				if r.Checker == "fence" && a.Kind == "stale-write-accepted" && (anomalyAt < 0 || a.Time < anomalyAt) {
+					anomalyAt = a.Time
+				}
+			}
+		}
+		if pauseAt < 0 || anomalyAt < 0 || rep.Verdict != checkers.Invalid {
+			missed++
+			continue
+		}
+		first = append(first, float64(anomalyAt)/1e9)
+		floors = append(floors, float64(pauseAt+int64(cfg.TTL))/1e9)
+	}
+	if len(first) == 0 {
+		b.Fatalf("no anomaly in %d runs", b.N)
+	}
+	b.ReportMetric(median(first), "s-first-anomaly")
+	b.ReportMetric(median(floors), "s-floor")
+	b.ReportMetric(median(first)/median(floors), "x-floor")
+	b.ReportMetric(float64(b.N-missed)/float64(b.N), "detected")
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
