@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/store"
 )
 
@@ -64,6 +65,15 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 	if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
 		return nil, err
 	}
+	// The verdict stands without the pages: a report that cannot be drawn
+	// is a note, not a failed check.
+	if err := report.Write(dir, report.Input{Test: data, History: events, Store: log, Results: rep.Checkers,
+		Verdict: rep.Verdict, Notes: rep.Notes, Key: Key, LinearTimeout: linearTimeout}); err != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("report pages not written: %v", err))
+		if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -86,7 +96,8 @@ func (rep *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %13s          %s: %s\n", "", a.Kind, a.Message)
 		}
 	}
-	fmt.Fprintf(w, "verdict: %s (%s, seed %d)\nresults: %s\n", rep.Verdict, rep.Test, rep.Seed, rep.Dir)
+	fmt.Fprintf(w, "verdict: %s (%s, seed %d)\nresults: %s\nreport:  %s\n", rep.Verdict, rep.Test, rep.Seed, rep.Dir,
+		filepath.Join(rep.Dir, report.HTMLFile))
 }
 
 // Version is the lockbench module version and VCS revision, when known.

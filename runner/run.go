@@ -22,14 +22,16 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/nemesis"
+	"github.com/lockbench/lockbench/report"
 )
 
-// Files of a run's results directory.
+// Files of a run's results directory; the report package, which draws the
+// pages from them, owns their names.
 const (
-	TestFile    = "test.json"
-	HistoryFile = "history.jsonl"
-	StoreFile   = "store.log"
-	ResultsFile = "results.json"
+	TestFile    = report.TestFile
+	HistoryFile = report.HistoryFile
+	StoreFile   = report.StoreFile
+	ResultsFile = report.ResultsFile
 	LogsDir     = "logs"
 )
 

@@ -1,0 +1,642 @@
+package report
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// testFile is the part of test.json the report reads by name.
+type testFile struct {
+	Name   string    `json:"name"`
+	RunID  string    `json:"run_id"`
+	Start  time.Time `json:"start"`
+	Config struct {
+		Backend  string   `json:"backend"`
+		Workload string   `json:"workload"`
+		Nemesis  []string `json:"nemesis"`
+		Fence    string   `json:"fence"`
+		Seed     int64    `json:"seed"`
+	} `json:"config"`
+}
+
+// outcome is what became of a read or a write, as the timeline colours it.
+type outcome string
+
+const (
+	outOK       outcome = "accepted" // ok: it happened
+	outRejected outcome = "rejected" // fail: certainly did not happen, usually a stale token
+	outUnknown  outcome = "unknown"  // info, or never completed
+)
+
+// op is an invocation and its completion on one process.
+type op struct {
+	process, f string
+	call, ret  history.Event
+	typ        history.Type
+	done, lone bool
+}
+
+// pairOps matches completions to invocations the way the checkers do: a
+// process has one operation outstanding at a time. Lone events (lease-lost)
+// stand for themselves.
+func pairOps(h []history.Event) []op {
+	ops := make([]op, 0, len(h)/2+1)
+	pending := map[string]int{}
+	for _, e := range h {
+		if e.Process == history.Nemesis {
+			continue
+		}
+		if e.Type == history.Invoke {
+			ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: history.Info})
+			pending[e.Process] = len(ops) - 1
+			continue
+		}
+		if i, ok := pending[e.Process]; ok && ops[i].f == e.F {
+			ops[i].ret, ops[i].typ, ops[i].done = e, e.Type, true
+			delete(pending, e.Process)
+			continue
+		}
+		ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: e.Type, lone: true, done: true})
+	}
+	return ops
+}
+
+// hold is a time a client believed it held the lock: from its acquire's
+// success to its release's invocation (or its next acquire, or the end).
+type hold struct {
+	client     string
+	token      int64
+	start, end int64
+	okIdx      int64
+}
+
+// mark is a read or a write on a lane.
+type mark struct {
+	client          string
+	f               string
+	outcome         outcome
+	call, ret       int64
+	callIdx, retIdx int64
+	value           *int64
+	// set and setLen describe a read of the set workload, which returns a
+	// set rather than a value.
+	set    bool
+	setLen int
+	token  int64
+	req    string
+	err    string
+	// stale marks the write an incident is about; erased, an accepted
+	// write that a stale write overwrote.
+	stale, erased bool
+}
+
+type leaseLost struct {
+	t     int64
+	idx   int64
+	token int64
+}
+
+type lane struct {
+	name  string
+	holds []hold
+	marks []mark
+	lost  []leaseLost
+}
+
+// fault is a window the nemesis had a fault in force: from its start's info
+// to its stop's info, as recorded.
+type fault struct {
+	kind               string
+	targets            []string
+	start, end         int64
+	stopCall           int64 // when the nemesis began healing it; 0 if never
+	startIdx           int64
+	healed             bool
+	description, title string
+}
+
+// anomalyRow is one checker anomaly as the report lists it.
+type anomalyRow struct {
+	id       string
+	checker  string
+	a        checkers.Anomaly
+	incident *incident
+}
+
+// incident groups the anomalies that tell of one write (or one grant):
+// e.g. the fence's stale write, the lost update it caused and the
+// linearizability check getting stuck on it.
+type incident struct {
+	n      int
+	id     string
+	client string
+	token  int64
+	hold   *hold
+	write  *mark
+	// read is what the write was computed from, found when no hold is.
+	read  *mark
+	rows  []*anomalyRow
+	steps []step
+	// participants of the sequence diagram besides the client, the lock
+	// service (if it has a part) and the store.
+	others   []string
+	usesLock bool
+	from, to int64
+	title    string
+}
+
+// analysis is a run digested for drawing and telling.
+type analysis struct {
+	in       Input
+	test     testFile
+	testErr  error
+	end      int64
+	ops      []op
+	clients  []string
+	lanes    map[string]*lane
+	faults   []fault
+	byIndex  map[int64]history.Event
+	storeReq map[string]store.Entry
+	sections []checkers.Section
+	rows     []*anomalyRow
+	// incidents come from anomalies; rejections are stale writes the store
+	// refused, told when there is no anomaly to show the fence at work.
+	incidents  []*incident
+	rejections []*incident
+	// markOf maps an event index to the id of its mark on the overview.
+	markOf map[int64]string
+	// writeAt maps a write's invocation and completion indexes to it, and
+	// writeReq its req.
+	writeAt  map[int64]*mark
+	writeReq map[string]*mark
+	storeSeq map[int64]store.Entry
+}
+
+func analyze(in Input) *analysis {
+	an := &analysis{
+		in:       in,
+		lanes:    map[string]*lane{},
+		byIndex:  make(map[int64]history.Event, len(in.History)),
+		storeReq: make(map[string]store.Entry, len(in.Store)),
+		markOf:   map[int64]string{},
+		writeAt:  map[int64]*mark{},
+		writeReq: map[string]*mark{},
+		storeSeq: make(map[int64]store.Entry, len(in.Store)),
+	}
+	if len(in.Test) == 0 {
+		an.testErr = fmt.Errorf("no %s", TestFile)
+	} else if err := json.Unmarshal(in.Test, &an.test); err != nil {
+		an.testErr = fmt.Errorf("%s: %w", TestFile, err)
+	}
+	for _, e := range in.History {
+		an.byIndex[e.Index] = e
+		an.end = max(an.end, e.Time)
+	}
+	for _, e := range in.Store {
+		if _, ok := an.storeReq[e.Req]; !ok {
+			an.storeReq[e.Req] = e
+		}
+		an.storeSeq[e.Seq] = e
+	}
+	an.ops = pairOps(in.History)
+	an.buildLanes()
+	an.buildFaults()
+	an.sections = checkers.Sections(in.History, in.Key)
+	an.buildIncidents()
+	return an
+}
+
+func (an *analysis) lane(name string) *lane {
+	l, ok := an.lanes[name]
+	if !ok {
+		l = &lane{name: name}
+		an.lanes[name] = l
+		an.clients = append(an.clients, name)
+	}
+	return l
+}
+
+func (an *analysis) buildLanes() {
+	open := map[string]int{} // client -> index of its open hold
+	closeHold := func(l *lane, t int64) {
+		if i, ok := open[l.name]; ok {
+			l.holds[i].end = max(t, l.holds[i].start)
+			delete(open, l.name)
+		}
+	}
+	for _, o := range an.ops {
+		l := an.lane(o.process)
+		switch o.f {
+		case history.Acquire:
+			if o.lone {
+				continue
+			}
+			closeHold(l, o.call.Time)
+			if o.typ == history.OK {
+				l.holds = append(l.holds, hold{client: l.name, token: o.ret.Token, start: o.ret.Time, okIdx: o.ret.Index})
+				open[l.name] = len(l.holds) - 1
+				an.markOf[o.call.Index] = markID(o.ret.Index)
+				an.markOf[o.ret.Index] = markID(o.ret.Index)
+			}
+		case history.Release:
+			if !o.lone {
+				closeHold(l, o.call.Time)
+			}
+		case history.Read, history.Write:
+			if o.lone || (an.in.Key != "" && o.call.Key != an.in.Key) {
+				continue
+			}
+			m := mark{client: l.name, f: o.f, call: o.call.Time, ret: o.ret.Time, callIdx: o.call.Index, retIdx: o.ret.Index,
+				token: o.call.Token, req: o.call.Req, err: o.ret.Error}
+			switch o.typ {
+			case history.OK:
+				m.outcome = outOK
+			case history.Fail:
+				m.outcome = outRejected
+			default:
+				m.outcome = outUnknown
+				if !o.done {
+					m.ret = an.end
+				}
+			}
+			if o.f == history.Read {
+				m.value = o.ret.Value
+				m.set, m.setLen = o.ret.Set != nil, len(o.ret.Set)
+			} else {
+				m.value = o.call.Value
+			}
+			l.marks = append(l.marks, m)
+			an.markOf[o.call.Index] = markID(o.call.Index)
+			an.markOf[o.ret.Index] = markID(o.call.Index)
+		case history.LeaseLost:
+			l.lost = append(l.lost, leaseLost{t: o.call.Time, idx: o.call.Index, token: o.call.Token})
+			an.markOf[o.call.Index] = markID(o.call.Index)
+		}
+	}
+	for name, i := range open {
+		l := an.lanes[name]
+		l.holds[i].end = max(an.end, l.holds[i].start)
+	}
+	slices.SortFunc(an.clients, compareClients)
+	// Pointers into the lanes, now that they no longer grow.
+	for _, l := range an.lanes {
+		for i := range l.marks {
+			if m := &l.marks[i]; m.f == history.Write {
+				an.writeAt[m.callIdx], an.writeAt[m.retIdx] = m, m
+				if m.req != "" {
+					an.writeReq[m.req] = m
+				}
+			}
+		}
+	}
+}
+
+// shown is what a mark read or wrote, for people.
+func (m *mark) shown() string {
+	if m.value == nil && m.set {
+		return fmt.Sprintf("a set of %d", m.setLen)
+	}
+	return value(m.value)
+}
+
+// short is shown for a label under the mark.
+func (m *mark) short() string {
+	if m.value == nil && m.set {
+		return fmt.Sprintf("{%d}", m.setLen)
+	}
+	return value(m.value)
+}
+
+func markID(idx int64) string { return "mark-" + strconv.FormatInt(idx, 10) }
+
+// compareClients orders c2 before c10.
+func compareClients(a, b string) int {
+	na, oka := clientNumber(a)
+	nb, okb := clientNumber(b)
+	switch {
+	case oka && okb:
+		return cmp.Compare(na, nb)
+	case oka:
+		return -1
+	case okb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func clientNumber(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "c")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 1
+}
+
+func (an *analysis) buildFaults() {
+	var open []int
+	for _, e := range an.in.History {
+		if e.Process != history.Nemesis {
+			continue
+		}
+		switch {
+		case e.F == history.Start && e.Type == history.Info:
+			an.faults = append(an.faults, fault{kind: e.Fault, targets: e.Targets, start: e.Time, end: an.end, startIdx: e.Index})
+			open = append(open, len(an.faults)-1)
+			an.markOf[e.Index] = faultID(e.Index)
+		case e.F == history.Stop && e.Type == history.Invoke:
+			for _, i := range open {
+				if an.faults[i].kind == e.Fault && an.faults[i].stopCall == 0 {
+					an.faults[i].stopCall = e.Time
+				}
+			}
+		case e.F == history.Stop && e.Type == history.Info:
+			// A stop heals every fault of its kind.
+			open = slices.DeleteFunc(open, func(i int) bool {
+				f := &an.faults[i]
+				if f.kind != e.Fault {
+					return false
+				}
+				f.end, f.healed = max(e.Time, f.start), true
+				an.markOf[e.Index] = faultID(f.startIdx)
+				return true
+			})
+		}
+	}
+	for i := range an.faults {
+		f := &an.faults[i]
+		if f.stopCall == 0 {
+			f.stopCall = f.end
+		}
+		f.description = strings.TrimSpace(f.kind + " " + strings.Join(f.targets, ","))
+		healed := "healed at " + history.Seconds(f.end)
+		if !f.healed {
+			healed = "never healed before the history ends"
+		}
+		f.title = fmt.Sprintf("%s from %s for %s, %s", f.description, history.Seconds(f.start), seconds(f.end-f.start), healed)
+	}
+}
+
+func faultID(startIdx int64) string { return "fault-" + strconv.FormatInt(startIdx, 10) }
+
+// seconds formats a duration in ns for people: 4.0 s, 0.35 s.
+func seconds(d int64) string {
+	if d >= 10e9 || d < 1e8 && d > 0 {
+		return fmt.Sprintf("%.3g s", float64(d)/1e9)
+	}
+	return fmt.Sprintf("%.1f s", float64(d)/1e9)
+}
+
+// buildIncidents numbers the anomalies and groups them by the write they
+// are about: the fence's stale write, the lost update it caused and the
+// linearizability search stuck on it are one incident. Anomalies about
+// grants (token order) group by client and token; the linearizability
+// explanation names sections rather than a culprit, so it joins the
+// incident of one of its sections' writes, or else blames its earliest
+// section: the one that read before the others wrote.
+func (an *analysis) buildIncidents() {
+	byKey := map[string]*incident{}
+	get := func(key string, inc *incident) *incident {
+		if old, ok := byKey[key]; ok {
+			return old
+		}
+		byKey[key] = inc
+		an.incidents = append(an.incidents, inc)
+		return inc
+	}
+	byWrite := func(m *mark) *incident {
+		return get("write/"+strconv.FormatInt(m.callIdx, 10), &incident{write: m, client: m.client, token: m.token})
+	}
+	var linear []*anomalyRow
+	for _, r := range an.in.Results {
+		for _, a := range r.Anomalies {
+			row := &anomalyRow{id: fmt.Sprintf("anomaly-%d", len(an.rows)+1), checker: r.Checker, a: a}
+			an.rows = append(an.rows, row)
+			switch {
+			case a.Kind == "non-linearizable":
+				linear = append(linear, row)
+			case an.anchor(a) != nil:
+				row.incident = byWrite(an.anchor(a))
+			case len(a.Clients) > 0 && len(a.Tokens) > 0:
+				row.incident = get(fmt.Sprintf("grant/%s/%d", a.Clients[0], a.Tokens[0]), &incident{client: a.Clients[0], token: a.Tokens[0]})
+			default:
+				row.incident = &incident{}
+				an.incidents = append(an.incidents, row.incident)
+			}
+		}
+	}
+	secOf := map[int64]int{}
+	for i, s := range an.sections {
+		for _, e := range s.Events {
+			secOf[e] = i
+		}
+	}
+	for _, row := range linear {
+		var touched []int
+		var writes []*mark
+		for _, e := range row.a.Events {
+			if i, ok := secOf[e]; ok && !slices.Contains(touched, i) {
+				touched = append(touched, i)
+			}
+			if m, ok := an.writeAt[e]; ok {
+				writes = append(writes, m)
+			}
+		}
+		for _, m := range writes {
+			if inc, ok := byKey["write/"+strconv.FormatInt(m.callIdx, 10)]; ok {
+				row.incident = inc
+				break
+			}
+		}
+		if row.incident == nil && len(touched) > 0 {
+			first := an.sections[slices.MinFunc(touched, func(a, b int) int { return cmp.Compare(an.sections[a].Call, an.sections[b].Call) })]
+			for _, e := range first.Events {
+				if m, ok := an.writeAt[e]; ok {
+					row.incident = byWrite(m)
+					break
+				}
+			}
+		}
+		if row.incident == nil {
+			row.incident = &incident{}
+			an.incidents = append(an.incidents, row.incident)
+		}
+	}
+	for _, row := range an.rows {
+		row.incident.rows = append(row.incident.rows, row)
+	}
+	for _, inc := range an.incidents {
+		an.locate(inc)
+	}
+	// Incidents are told in the order they came to a head.
+	slices.SortStableFunc(an.incidents, func(a, b *incident) int { return cmp.Compare(a.to, b.to) })
+	for i, inc := range an.incidents {
+		inc.n, inc.id = i+1, fmt.Sprintf("incident-%d", i+1)
+		an.tell(inc)
+	}
+	an.markErased()
+
+	if len(an.incidents) == 0 {
+		for _, name := range an.clients {
+			for i := range an.lanes[name].marks {
+				m := &an.lanes[name].marks[i]
+				if m.f == history.Write && m.outcome == outRejected && len(an.rejections) < maxRejections {
+					an.rejections = append(an.rejections, &incident{write: m, client: m.client, token: m.token})
+				}
+			}
+		}
+		for i, inc := range an.rejections {
+			an.locate(inc)
+			inc.n, inc.id = i+1, fmt.Sprintf("rejection-%d", i+1)
+			an.tell(inc)
+		}
+	}
+}
+
+// anchor finds the write a store-log anomaly is about: its first store
+// entry is the culprit's write.
+func (an *analysis) anchor(a checkers.Anomaly) *mark {
+	if len(a.StoreSeqs) == 0 || a.Kind != "stale-write-accepted" && a.Kind != "lost-update" {
+		return nil
+	}
+	e, ok := an.storeSeq[a.StoreSeqs[0]]
+	if !ok {
+		return nil
+	}
+	return an.writeReq[e.Req]
+}
+
+// maxRejections bounds the fence stories of a valid run.
+const maxRejections = 2
+
+// locate finds an incident's write and the hold it was made in, and the
+// window to zoom on: from the client's acquire (or its read, without a
+// lock) to its write's outcome.
+func (an *analysis) locate(inc *incident) {
+	inc.from, inc.to = an.end, 0
+	for _, row := range inc.rows {
+		for _, idx := range row.a.Events {
+			if e, ok := an.byIndex[idx]; ok {
+				inc.from, inc.to = min(inc.from, e.Time), max(inc.to, e.Time)
+			}
+		}
+		if row.a.Time > 0 {
+			inc.from, inc.to = min(inc.from, row.a.Time), max(inc.to, row.a.Time)
+		}
+	}
+	l := an.lanes[inc.client]
+	switch {
+	case l == nil:
+	case inc.write != nil:
+		inc.hold = l.holdAt(inc.write.call)
+		if inc.hold == nil {
+			inc.read = l.readBefore(inc.write)
+		}
+	case inc.token > 0:
+		for i := range l.holds {
+			if l.holds[i].token == inc.token {
+				inc.hold = &l.holds[i]
+				break
+			}
+		}
+	}
+	if inc.hold != nil {
+		inc.from = min(inc.from, inc.hold.start)
+	}
+	if inc.read != nil {
+		inc.from = min(inc.from, inc.read.call)
+	}
+	if inc.write != nil {
+		inc.from, inc.to = min(inc.from, inc.write.call), max(inc.to, inc.write.ret)
+		if len(inc.rows) > 0 {
+			inc.write.stale = true
+		}
+	}
+	if inc.from > inc.to {
+		inc.from, inc.to = 0, an.end
+	}
+}
+
+// holdAt is the hold in force at t, if any.
+func (l *lane) holdAt(t int64) *hold {
+	i, _ := slices.BinarySearchFunc(l.holds, t+1, func(h hold, t int64) int { return cmp.Compare(h.start, t) })
+	if i > 0 && l.holds[i-1].end >= t {
+		return &l.holds[i-1]
+	}
+	return nil
+}
+
+// readBefore is the client's last successful read before a write: what
+// the write was computed from.
+func (l *lane) readBefore(w *mark) *mark {
+	i, _ := slices.BinarySearchFunc(l.marks, w.call, func(m mark, t int64) int { return cmp.Compare(m.call, t) })
+	for i--; i >= 0; i-- {
+		if m := &l.marks[i]; m.f == history.Read && m.outcome == outOK {
+			return m
+		}
+	}
+	return nil
+}
+
+// markErased flags the accepted writes a lost update overwrote: they were
+// acknowledged, and the counter no longer holds their increments.
+func (an *analysis) markErased() {
+	erased := map[int64]bool{}
+	for _, row := range an.rows {
+		if row.a.Kind != "lost-update" {
+			continue
+		}
+		for _, idx := range row.a.Events {
+			erased[idx] = true
+		}
+	}
+	for _, name := range an.clients {
+		for i := range an.lanes[name].marks {
+			m := &an.lanes[name].marks[i]
+			if m.f == history.Write && !m.stale && erased[m.callIdx] {
+				m.erased = true
+			}
+		}
+	}
+}
+
+// holdsBetween returns the holds, on any lane but skip's, that began in
+// (from, to], ordered by start.
+func (an *analysis) holdsBetween(skip string, from, to int64) []*hold {
+	var out []*hold
+	for _, name := range an.clients {
+		if name == skip {
+			continue
+		}
+		l := an.lanes[name]
+		i, _ := slices.BinarySearchFunc(l.holds, from+1, func(h hold, t int64) int { return cmp.Compare(h.start, t) })
+		for ; i < len(l.holds) && l.holds[i].start <= to; i++ {
+			out = append(out, &l.holds[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b *hold) int { return cmp.Compare(a.start, b.start) })
+	return out
+}
+
+// marksIn returns a client's reads and writes with the hold's token,
+// invoked while it held the lock.
+func (an *analysis) marksIn(h *hold) []*mark {
+	l := an.lanes[h.client]
+	var out []*mark
+	i, _ := slices.BinarySearchFunc(l.marks, h.start, func(m mark, t int64) int { return cmp.Compare(m.call, t) })
+	for ; i < len(l.marks) && l.marks[i].call <= h.end; i++ {
+		if l.marks[i].token == h.token {
+			out = append(out, &l.marks[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+// Package report turns a stored run into pages for people: report.html (the
+// verdict, a timeline of who believed it held the lock and what it wrote,
+// latency and throughput plots, the anomalies), linear.html (porcupine's
+// own view of the linearizability search) and anomalies.md (each anomaly
+// told as a story, with a sequence diagram).
+//
+// The package does not import runner, which calls it: Write takes what the
+// runner has already parsed, and Load reads the same from a run's files.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// Files of a run's directory that the report reads (the same names as
+// runner's) and writes.
+const (
+	TestFile      = "test.json"
+	HistoryFile   = "history.jsonl"
+	StoreFile     = "store.log"
+	ResultsFile   = "results.json"
+	HTMLFile      = "report.html"
+	LinearFile    = "linear.html"
+	AnomaliesFile = "anomalies.md"
+)
+
+// DefaultLinearTimeout bounds the search behind linear.html when
+// Input.LinearTimeout is zero.
+const DefaultLinearTimeout = time.Minute
+
+// Input is everything a report is drawn from.
+type Input struct {
+	// Test is test.json as stored. Only a few fields are read by name; the
+	// whole configuration is shown as it is, so fields added later appear
+	// without a change here.
+	Test    json.RawMessage
+	History []history.Event
+	Store   []store.Entry
+	Results []checkers.Result
+	Verdict checkers.Verdict
+	// Notes are remarks of the check, such as a truncated history.
+	Notes []string
+	// Key is the counter's key; "" takes every key.
+	Key string
+	// LinearTimeout bounds porcupine's search for linear.html; zero means
+	// DefaultLinearTimeout.
+	LinearTimeout time.Duration
+}
+
+// results is the part of results.json the report needs.
+type results struct {
+	Verdict  checkers.Verdict  `json:"verdict"`
+	Checkers []checkers.Result `json:"checkers"`
+	Notes    []string          `json:"notes"`
+}
+
+// Load reads a stored run, for re-rendering its report without re-checking
+// it. test.json and history.jsonl must be there; a run without store.log
+// or never checked (no results.json) gets a report that says so.
+func Load(dir, key string) (Input, error) {
+	in := Input{Key: key}
+	var err error
+	if in.Test, err = os.ReadFile(filepath.Join(dir, TestFile)); err != nil {
+		return in, fmt.Errorf("not a lockbench run: %w", err)
+	}
+	in.History, err = history.DecodeFile(filepath.Join(dir, HistoryFile))
+	if errors.Is(err, history.ErrTruncated) {
+		in.Notes = append(in.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
+	} else if err != nil {
+		return in, fmt.Errorf("load %s: %w", dir, err)
+	}
+	// A run cut short may lack the store's log; its history still shows.
+	switch in.Store, err = store.ReadLogFile(filepath.Join(dir, StoreFile)); {
+	case errors.Is(err, os.ErrNotExist):
+		in.Notes = append(in.Notes, "no "+StoreFile+": the store's decisions are not shown")
+	case err != nil:
+		return in, fmt.Errorf("load %s: %w", dir, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		in.Notes = append(in.Notes, "the run has not been checked: no "+ResultsFile)
+		return in, nil
+	}
+	if err != nil {
+		return in, fmt.Errorf("load %s: %w", dir, err)
+	}
+	var res results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return in, fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
+	}
+	in.Verdict, in.Results = res.Verdict, res.Checkers
+	in.Notes = append(in.Notes, res.Notes...)
+	return in, nil
+}
+
+// Write renders report.html, linear.html and anomalies.md into dir.
+func Write(dir string, in Input) error {
+	an := analyze(in)
+	var page bytes.Buffer
+	if err := an.writeHTML(&page); err != nil {
+		return fmt.Errorf("render %s: %w", HTMLFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, HTMLFile), page.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	var lin bytes.Buffer
+	if err := an.writeLinear(&lin); err != nil {
+		return fmt.Errorf("render %s: %w", LinearFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, LinearFile), lin.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, AnomaliesFile), an.markdown(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

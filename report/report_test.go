@@ -1,0 +1,575 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// The test data are two real runs: testdata/invalid (no fence: c3, paused
+// with token 46, wrote over c1's token 68) and testdata/valid (fence all:
+// the store rejected the paused clients' writes).
+
+func writeRun(t testing.TB, name string) string {
+	t.Helper()
+	in, err := Load(filepath.Join("testdata", name), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func readFile(t testing.TB, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// between returns the text from the first occurrence of start to the
+// first end after it.
+func between(t testing.TB, s, start, end string) string {
+	t.Helper()
+	i := strings.Index(s, start)
+	if i < 0 {
+		t.Fatalf("no %q in the page", start)
+	}
+	j := strings.Index(s[i:], end)
+	if j < 0 {
+		t.Fatalf("no %q after %q", end, start)
+	}
+	return s[i : i+j+len(end)]
+}
+
+var xmlns = regexp.MustCompile(`xmlns(:\w+)?="http://www\.w3\.org/[^"]*"`)
+
+// checkSelfContained fails on any reference to the network: the page must
+// open from disk alone. SVG namespace declarations are names, not fetches.
+func checkSelfContained(t *testing.T, page string) {
+	t.Helper()
+	rest := xmlns.ReplaceAllString(page, "")
+	for _, scheme := range []string{"http://", "https://", "//cdn", "@import"} {
+		if i := strings.Index(rest, scheme); i >= 0 {
+			t.Errorf("page refers to %q: …%s…", scheme, rest[max(i-60, 0):min(i+60, len(rest))])
+		}
+	}
+}
+
+func TestWriteInvalidRun(t *testing.T) {
+	dir := writeRun(t, "invalid")
+	page := readFile(t, dir, HTMLFile)
+	checkSelfContained(t, page)
+
+	overview := between(t, page, `id="ov-timeline"`, "</svg>")
+	if n := strings.Count(overview, `<g class="lane"`); n != 5 {
+		t.Errorf("overview has %d lanes, want one per client (5)", n)
+	}
+	for _, c := range []string{"c1", "c2", "c3", "c4", "c5"} {
+		if !strings.Contains(overview, `data-client="`+c+`"`) {
+			t.Errorf("no lane for %s", c)
+		}
+	}
+	if n := strings.Count(overview, `class="fault"`); n != 3 {
+		t.Errorf("overview shades %d fault windows, want the run's 3 pauses", n)
+	}
+	if !strings.Contains(overview, `class="fault-target"`) {
+		t.Error("the paused client's lane is not marked")
+	}
+	if !strings.Contains(overview, `op write accepted stale`) {
+		t.Error("the stale write is not marked on the overview")
+	}
+	if !strings.Contains(overview, `class="lease-lost"`) {
+		t.Error("no lease-lost mark")
+	}
+
+	table := between(t, page, `<table id="anomaly-table">`, "</table>")
+	if n := strings.Count(table, `class="anomaly"`); n != 5 {
+		t.Errorf("anomaly table has %d rows, want the 5 of results.json", n)
+	}
+	for _, want := range []string{"stale-write-accepted", "lost-update", "non-linearizable", "c3", `href="#incident-1"`, `href="#event-544"`} {
+		if !strings.Contains(table, want) {
+			t.Errorf("anomaly table lacks %q", want)
+		}
+	}
+	// Every link into the page lands somewhere.
+	for _, m := range regexp.MustCompile(`href="#([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		if !strings.Contains(page, `id="`+m[1]+`"`) {
+			t.Errorf("link to #%s has no target", m[1])
+		}
+	}
+	for _, want := range []string{`id="incident-1"`, `id="incident-2"`, "Incident 1: c3 wrote 46 with stale token 46", `class="plot"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `<svg class="plot"`); n != 5 {
+		t.Errorf("page has %d plots, want 4 latency and 1 throughput", n)
+	}
+
+	md := readFile(t, dir, AnomaliesFile)
+	for _, want := range []string{"c3 acquired token 46", "c3 read 45", "the nemesis paused c3 for 4.0 s", "c1 acquired token 68",
+		"c3 learned its lease was lost", "the store accepted c3's write of 46 over 66", "token 68 from c1", "21 increments"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("anomalies.md lacks %q", want)
+		}
+	}
+	blocks := mermaidBlocks(md)
+	if len(blocks) != 2 {
+		t.Fatalf("anomalies.md has %d mermaid blocks, want one per incident (2)", len(blocks))
+	}
+	for _, b := range blocks {
+		if err := validateMermaid(b); err != nil {
+			t.Errorf("invalid mermaid: %v\n%s", err, strings.Join(b, "\n"))
+		}
+	}
+	if !strings.Contains(strings.Join(blocks[0], "\n"), "Note over c3: paused by the nemesis") {
+		t.Error("the diagram does not show the pause")
+	}
+
+	lin := readFile(t, dir, LinearFile)
+	for _, want := range []string{"c3 t46: read 45, wrote 46", `"Tag":"nemesis"`, "lease lost (token 46)"} {
+		if !strings.Contains(lin, want) {
+			t.Errorf("linear.html lacks %q", want)
+		}
+	}
+}
+
+func TestWriteValidRun(t *testing.T) {
+	dir := writeRun(t, "valid")
+	page := readFile(t, dir, HTMLFile)
+	checkSelfContained(t, page)
+	overview := between(t, page, `id="ov-timeline"`, "</svg>")
+	if n := strings.Count(overview, `<g class="lane"`); n != 5 {
+		t.Errorf("overview has %d lanes, want 5", n)
+	}
+	if !strings.Contains(overview, `op write rejected`) {
+		t.Error("the rejected stale writes are not on the overview")
+	}
+	for _, want := range []string{`class="verdict big valid"`, "No anomalies", `id="rejection-1"`, "Rejected by the store: c3 wrote 49 with stale token 49", "the fence held"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="anomaly-table"`) {
+		t.Error("a valid run has an anomaly table")
+	}
+	md := readFile(t, dir, AnomaliesFile)
+	if body := strings.TrimSpace(md[strings.Index(md, "\n"):]); strings.Count(body, "\n") != 0 || !strings.HasPrefix(body, "No anomalies") {
+		t.Errorf("anomalies.md of a valid run should say so in one line, got:\n%s", md)
+	}
+	if lin := readFile(t, dir, LinearFile); !strings.Contains(lin, "c3 t49: read 48, write 49 rejected") {
+		t.Error("linear.html lacks the rejected section")
+	}
+}
+
+func TestLoadUncheckedRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{TestFile, HistoryFile, StoreFile} {
+		data, err := os.ReadFile(filepath.Join("testdata", "invalid", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := Load(dir, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Verdict != "" || len(in.Notes) != 1 {
+		t.Errorf("unchecked run: verdict %q, notes %q", in.Verdict, in.Notes)
+	}
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	if page := readFile(t, dir, HTMLFile); !strings.Contains(page, "not checked") {
+		t.Error("the page does not say the run was not checked")
+	}
+}
+
+// A run that failed before any event still gets its pages.
+func TestWriteEmptyRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, Input{Notes: []string{"the harness failed"}}); err != nil {
+		t.Fatal(err)
+	}
+	if page := readFile(t, dir, HTMLFile); !strings.Contains(page, "test configuration unreadable") || !strings.Contains(page, "the harness failed") {
+		t.Error("the page does not explain the missing configuration and notes")
+	}
+	if md := readFile(t, dir, AnomaliesFile); !strings.Contains(md, "No anomalies") {
+		t.Errorf("anomalies.md: %s", md)
+	}
+}
+
+// An anomaly about counts alone (no client, no events) is listed and
+// told, without a story or a zoom.
+func TestCountOnlyAnomaly(t *testing.T) {
+	in, err := Load(filepath.Join("testdata", "valid"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Verdict = checkers.Invalid
+	in.Results = append(in.Results, checkers.Result{Checker: "lost-updates", Valid: checkers.Invalid,
+		Anomalies: []checkers.Anomaly{{Kind: "missing-increments", Message: "The final value is 3 but 4 writes were acknowledged."}}})
+	dir := t.TempDir()
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	page := readFile(t, dir, HTMLFile)
+	if !strings.Contains(page, "Incident 1: missing-increments") || strings.Contains(page, `id="incident-1-timeline"`) {
+		t.Error("a count-only anomaly should be an incident without a zoomed timeline")
+	}
+	md := readFile(t, dir, AnomaliesFile)
+	if !strings.Contains(md, "## Incident 1: missing-increments") || len(mermaidBlocks(md)) != 0 {
+		t.Errorf("anomalies.md:\n%s", md)
+	}
+}
+
+// Without fencing tokens (Redlock) or without a lock at all, anomalies
+// still group by the write they are about and the stories still read.
+func TestTokenlessRuns(t *testing.T) {
+	base, err := Load(filepath.Join("testdata", "invalid"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		noLock bool
+		want   []string
+	}{
+		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a lost update erasing 21 increments"}},
+		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a lost update erasing 21 increments"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := base
+			in.History = nil
+			for _, e := range base.History {
+				if c.noLock && e.Process != history.Nemesis && e.F != history.Read && e.F != history.Write {
+					continue
+				}
+				e.Token = 0
+				in.History = append(in.History, e)
+			}
+			in.Store = nil
+			for _, e := range base.Store {
+				e.Token, e.MaxToken = 0, 0
+				in.Store = append(in.Store, e)
+			}
+			cin := checkers.Input{History: in.History, Store: in.Store, Key: "x"}
+			in.Results = nil
+			for _, ch := range checkers.All(time.Minute) {
+				in.Results = append(in.Results, ch.Check(cin))
+			}
+			in.Verdict = checkers.Overall(in.Results)
+			dir := t.TempDir()
+			if err := Write(dir, in); err != nil {
+				t.Fatal(err)
+			}
+			md := readFile(t, dir, AnomaliesFile)
+			if n := strings.Count(md, "\n## Incident"); n != 2 {
+				t.Errorf("%d incidents, want one per stale write (2):\n%s", n, md)
+			}
+			for _, want := range append(c.want, "## Incident 1: c3 wrote 46 at 9.684 s: accepted") {
+				if !strings.Contains(md, want) {
+					t.Errorf("anomalies.md lacks %q", want)
+				}
+			}
+			for _, b := range mermaidBlocks(md) {
+				if err := validateMermaid(b); err != nil {
+					t.Errorf("invalid mermaid: %v\n%s", err, strings.Join(b, "\n"))
+				}
+				if uses := strings.Contains(strings.Join(b, "\n"), "lock service"); uses == c.noLock {
+					t.Errorf("lock service in the diagram: %v, want %v", uses, !c.noLock)
+				}
+			}
+			checkSelfContained(t, readFile(t, dir, HTMLFile))
+		})
+	}
+}
+
+func mermaidBlocks(md string) [][]string {
+	var blocks [][]string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(md, "\n") {
+		switch {
+		case line == "```mermaid":
+			in, cur = true, nil
+		case in && line == "```":
+			in = false
+			blocks = append(blocks, cur)
+		case in:
+			cur = append(cur, line)
+		}
+	}
+	return blocks
+}
+
+var (
+	mmParticipant = regexp.MustCompile(`^participant ([A-Za-z][A-Za-z0-9_]*)( as [A-Za-z0-9 ._-]+)?$`)
+	mmNote        = regexp.MustCompile(`^Note (?:over|left of|right of) ([A-Za-z][A-Za-z0-9_]*)(?:,([A-Za-z][A-Za-z0-9_]*))?: (.+)$`)
+	mmMessage     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_]*)(-->>|->>|-->|->|--x|-x|--\)|-\))([A-Za-z][A-Za-z0-9_]*): (.+)$`)
+	mmText        = regexp.MustCompile(`^[^;#"'<>:{}]+$`)
+)
+
+// validateMermaid checks a sequence diagram statement by statement: no
+// Mermaid CLI is available, so this is the grammar subset the report uses,
+// with every participant declared before use and message texts free of
+// characters that end or reinterpret a statement.
+func validateMermaid(lines []string) error {
+	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "sequenceDiagram" {
+		return fmt.Errorf("does not start with sequenceDiagram")
+	}
+	declared := map[string]bool{}
+	use := func(ids ...string) error {
+		for _, id := range ids {
+			if id != "" && !declared[id] {
+				return fmt.Errorf("participant %q used before it is declared", id)
+			}
+		}
+		return nil
+	}
+	statements := 0
+	for n, raw := range lines[1:] {
+		line := strings.TrimSpace(raw)
+		if line == "" {
+			continue
+		}
+		var err error
+		switch {
+		case mmParticipant.MatchString(line):
+			m := mmParticipant.FindStringSubmatch(line)
+			if declared[m[1]] {
+				err = fmt.Errorf("participant %q declared twice", m[1])
+			}
+			declared[m[1]] = true
+		case mmNote.MatchString(line):
+			m := mmNote.FindStringSubmatch(line)
+			err = use(m[1], m[2])
+			if err == nil && !mmText.MatchString(m[3]) {
+				err = fmt.Errorf("note text %q has a character Mermaid may misread", m[3])
+			}
+		case mmMessage.MatchString(line):
+			m := mmMessage.FindStringSubmatch(line)
+			err = use(m[1], m[3])
+			if err == nil && !mmText.MatchString(m[4]) {
+				err = fmt.Errorf("message text %q has a character Mermaid may misread", m[4])
+			}
+		default:
+			err = fmt.Errorf("not a sequenceDiagram statement")
+		}
+		if err != nil {
+			return fmt.Errorf("line %d %q: %w", n+2, line, err)
+		}
+		statements++
+	}
+	if statements == 0 {
+		return fmt.Errorf("empty diagram")
+	}
+	return nil
+}
+
+func TestValidateMermaidRejects(t *testing.T) {
+	for _, bad := range [][]string{
+		{"graph TD"},
+		{"sequenceDiagram", "    a->>b: hi"},
+		{"sequenceDiagram", "    participant a", "    participant b", "    a->>b: x; y"},
+		{"sequenceDiagram", "    participant a", "    Note over a: #1"},
+		{"sequenceDiagram", "    participant a", "    a says hi"},
+	} {
+		if validateMermaid(bad) == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// synthetic builds a history of about n events: clients taking the lock
+// in turn and incrementing x, with one in every 500 holders paused after
+// its read and resumed 40 holds later to write its stale value, as in a
+// pause run without a fence.
+func synthetic(n int) Input {
+	const clients = 10
+	var (
+		h               []history.Event
+		log             []store.Entry
+		now, x, tok, rq int64
+	)
+	add := func(e history.Event) {
+		now += 300_000
+		e.Index, e.Time = int64(len(h)), now
+		h = append(h, e)
+	}
+	nextReq := func(c string) string {
+		rq++
+		return fmt.Sprintf("%s-%d", c, rq)
+	}
+	// apply records the store's decision, between an invocation and its
+	// completion.
+	apply := func(req, c, op string, token, value, prev int64) {
+		log = append(log, store.Entry{Seq: int64(len(log)), Time: now + 100_000, Req: req, Client: c, Op: op, Key: "x",
+			Token: token, Value: value, Prev: prev, Outcome: store.Accepted, MaxToken: tok})
+	}
+	type pause struct {
+		client      string
+		token, read int64
+		resume      int
+	}
+	var paused *pause
+	for cycle := 0; len(h) < n-20; cycle++ {
+		c := fmt.Sprintf("c%d", cycle%clients+1)
+		if paused != nil && c == paused.client {
+			continue
+		}
+		tok++
+		add(history.Event{Process: c, Type: history.Invoke, F: history.Acquire})
+		add(history.Event{Process: c, Type: history.OK, F: history.Acquire, Token: tok})
+		req := nextReq(c)
+		add(history.Event{Process: c, Type: history.Invoke, F: history.Read, Key: "x", Token: tok, Req: req})
+		apply(req, c, "read", tok, x, x)
+		add(history.Event{Process: c, Type: history.OK, F: history.Read, Key: "x", Token: tok, Value: history.Int(x), Req: req})
+		if paused == nil && cycle%500 == 100 {
+			paused = &pause{client: c, token: tok, read: x, resume: cycle + 40}
+			add(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: "pause", Targets: []string{c}})
+			continue
+		}
+		req = nextReq(c)
+		add(history.Event{Process: c, Type: history.Invoke, F: history.Write, Key: "x", Token: tok, Value: history.Int(x + 1), Req: req})
+		apply(req, c, "write", tok, x+1, x)
+		x++
+		add(history.Event{Process: c, Type: history.OK, F: history.Write, Key: "x", Token: tok, Value: history.Int(x), Req: req})
+		add(history.Event{Process: c, Type: history.Invoke, F: history.Release, Token: tok})
+		add(history.Event{Process: c, Type: history.OK, F: history.Release, Token: tok})
+		if paused != nil && cycle >= paused.resume {
+			p := paused
+			paused = nil
+			add(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Stop, Fault: "pause"})
+			req := nextReq(p.client)
+			add(history.Event{Process: p.client, Type: history.Invoke, F: history.Write, Key: "x", Token: p.token, Value: history.Int(p.read + 1), Req: req})
+			add(history.Event{Process: p.client, Type: history.Info, F: history.LeaseLost, Token: p.token})
+			apply(req, p.client, "write", p.token, p.read+1, x)
+			x = p.read + 1
+			add(history.Event{Process: p.client, Type: history.OK, F: history.Write, Key: "x", Token: p.token, Value: history.Int(x), Req: req})
+			add(history.Event{Process: p.client, Type: history.Invoke, F: history.Release, Token: p.token})
+			add(history.Event{Process: p.client, Type: history.Fail, F: history.Release, Token: p.token, Error: "lock not held"})
+		}
+	}
+	in := Input{
+		Test:    []byte(`{"name":"synthetic-counter-pause-fence-none","run_id":"0","config":{"backend":"synthetic","nemesis":["pause"],"fence":"none","seed":1}}`),
+		History: h, Store: log, Key: "x",
+	}
+	cin := checkers.Input{History: h, Store: log, Key: "x"}
+	in.Results = []checkers.Result{checkers.Fence{}.Check(cin), checkers.LostUpdates{}.Check(cin)}
+	in.Verdict = checkers.Overall(in.Results)
+	return in
+}
+
+func TestLargeHistoryStaysSmall(t *testing.T) {
+	in := synthetic(100_000)
+	if len(in.History) < 99_000 {
+		t.Fatalf("synthetic history has %d events", len(in.History))
+	}
+	for _, r := range in.Results {
+		if r.Valid != checkers.Invalid {
+			t.Fatalf("synthetic run: %s is %s (%s %s), want invalid", r.Checker, r.Valid, r.Summary, r.Reason)
+		}
+	}
+	dir := t.TempDir()
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	for name, limit := range map[string]int64{HTMLFile: 10 << 20, LinearFile: 64 << 10, AnomaliesFile: 2 << 20} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes", name, fi.Size())
+		if fi.Size() >= limit {
+			t.Errorf("%s is %d bytes, want under %d", name, fi.Size(), limit)
+		}
+	}
+	page := readFile(t, dir, HTMLFile)
+	if !strings.Contains(page, `id="overview-aggregated"`) {
+		t.Error("the page does not say the overview is aggregated")
+	}
+	if n := strings.Count(between(t, page, `id="ov-timeline"`, "</svg>"), `<g class="lane"`); n != 10 {
+		t.Errorf("overview has %d lanes, want 10", n)
+	}
+	if lin := readFile(t, dir, LinearFile); !strings.Contains(lin, "critical sections") || strings.Contains(lin, "<script") {
+		t.Error("linear.html should explain why porcupine's page was not drawn")
+	}
+	for _, b := range mermaidBlocks(readFile(t, dir, AnomaliesFile)) {
+		if err := validateMermaid(b); err != nil {
+			t.Errorf("invalid mermaid: %v", err)
+		}
+	}
+}
+
+// BenchmarkWrite measures a report for a real ~25 s run (the target is
+// well under 2 s), and for a 100,000-event history.
+func BenchmarkWrite(b *testing.B) {
+	real, err := Load(filepath.Join("testdata", "invalid"), "x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		in   Input
+	}{{"real-run", real}, {"100k-events", synthetic(100_000)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			for b.Loop() {
+				if err := Write(dir, bc.in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestTokenRanges(t *testing.T) {
+	for _, c := range []struct {
+		in   []int64
+		want string
+	}{{nil, ""}, {[]int64{46, 68}, "46, 68"}, {[]int64{46, 47, 48, 49, 52, 53}, "46–49, 52, 53"}, {[]int64{5}, "5"}} {
+		if got := tokenRanges(c.in); got != c.want {
+			t.Errorf("tokenRanges(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestMermaidText(t *testing.T) {
+	got := mermaidText(`rejected, stale token 49 < 69; "quoted" #1: ok`)
+	if !mmText.MatchString(got) || !strings.Contains(got, "49 below 69") {
+		t.Errorf("mermaidText = %q", got)
+	}
+	if id := mermaidID("end"); id == "end" {
+		t.Error("a Mermaid keyword was used as a participant id")
+	}
+}
+
+func TestSkippedLinearPage(t *testing.T) {
+	var buf bytes.Buffer
+	an := analyze(Input{})
+	if err := executeSkipped(&buf, an, "too many <sections>"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "too many &lt;sections&gt;") {
+		t.Errorf("reason not escaped: %s", buf.String())
+	}
+}
