@@ -39,5 +39,14 @@ bench: images
 	go test -run '^$$' -bench 'BringUp|LockCycles' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/
 
+# Each target fuzzes for FUZZTIME; the seed corpora under testdata/fuzz are
+# in git and also run as plain tests.
+FUZZTIME ?= 30s
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./history/
+	go test -run '^$$' -fuzz '^FuzzReadLog$$' -fuzztime $(FUZZTIME) ./store/
+	for f in FuzzLinearizable FuzzFence FuzzLostUpdates FuzzOverall; do \
+	  go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./checkers/ || exit 1; done
+
 clean: build
 	$(BIN) clean

@@ -103,7 +103,11 @@ func Sections(h []history.Event, key string) []Section {
 			}
 		default:
 			if i, ok := open[o.process]; ok && o.f == history.LeaseLost {
+				// The client learns of the loss concurrently with its own
+				// steps: if it had already passed its lease check, its
+				// write still follows and belongs to this section.
 				out[i].Events = append(out[i].Events, o.call.Index)
+				continue
 			}
 			closeOpen(o.process)
 		}
