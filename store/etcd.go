@@ -29,9 +29,9 @@ type etcdValue struct {
 	Value  int64   `json:"value"`
 	Set    []int64 `json:"set,omitempty"`
 	Token  int64   `json:"token,omitempty"`
-	Req    string `json:"req"`
-	Client string `json:"client"`
-	Time   int64  `json:"time"` // when the writer sent it, since the epoch
+	Req    string  `json:"req"`
+	Client string  `json:"client"`
+	Time   int64   `json:"time"` // when the writer sent it, since the epoch
 }
 
 // NewEtcd stores keys under prefix in the cluster cli talks to.

@@ -29,9 +29,9 @@ type Response struct {
 	Value    int64   `json:"value"`
 	Set      []int64 `json:"set,omitempty"`
 	Version  int64   `json:"version"`
-	Outcome  string `json:"outcome"`
-	MaxToken int64  `json:"max_token,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	Outcome  string  `json:"outcome"`
+	MaxToken int64   `json:"max_token,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
 }
 
 // Server applies requests one at a time, in the order it logs them.
