@@ -125,57 +125,13 @@ func plural(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// op is an invocation paired with its completion, or a lone event that was
-// never invoked (lease-lost).
-type op struct {
-	process string
-	f       string
-	call    history.Event
-	// ret is the completion; for a lone event it is the event itself, and
-	// for an invocation that never completed it is the invocation.
-	ret history.Event
-	// typ is ok, fail or info; an invocation that never completed is info.
-	typ  history.Type
-	lone bool
-	// done is false for an invocation the run stopped before completing.
-	done bool
-}
-
-// pair matches completions to invocations. A process has at most one
-// outstanding operation, so the next completion of the same f on the same
-// process is the one; events arrive per process in order even though the
-// whole history is only nearly time-ordered. Ops come out in the order of
-// their invocations, nemesis events excluded.
-func pair(h []history.Event) []op {
-	var ops []op
-	pending := map[string]int{}
-	for _, e := range h {
-		if e.Process == history.Nemesis {
-			continue
-		}
-		if e.Type == history.Invoke {
-			// An invocation still pending here never completed; it stays info.
-			ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: history.Info})
-			pending[e.Process] = len(ops) - 1
-			continue
-		}
-		if i, ok := pending[e.Process]; ok && ops[i].f == e.F {
-			ops[i].ret, ops[i].typ, ops[i].done = e, e.Type, true
-			delete(pending, e.Process)
-			continue
-		}
-		ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: e.Type, lone: true, done: true})
-	}
-	return ops
-}
-
 // onKey reports whether a read or write op touches key; other ops are on
 // every key.
-func (o op) onKey(key string) bool {
-	if key == "" || (o.f != history.Read && o.f != history.Write) {
+func onKey(o history.Op, key string) bool {
+	if key == "" || (o.F != history.Read && o.F != history.Write) {
 		return true
 	}
-	return o.call.Key == key
+	return o.Call.Key == key
 }
 
 func storeOnKey(log []store.Entry, key string) []store.Entry {

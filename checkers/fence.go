@@ -28,16 +28,16 @@ func (c Fence) Check(in Input) Result {
 	r := newResult(c.Name())
 	zero(r.Counts, "acquires", "accepted_writes", "rejected_writes", "rejected_reads", "stale_accepted", "token_order", "duplicate_token")
 	var grants []grant
-	for _, o := range pair(in.History) {
-		if o.f != history.Acquire || o.lone || o.typ != history.OK {
+	for _, o := range history.Pair(in.History) {
+		if o.F != history.Acquire || o.Lone || o.Type != history.OK {
 			continue
 		}
 		r.Counts["acquires"]++
-		if o.ret.Token > 0 {
+		if o.Ret.Token > 0 {
 			grants = append(grants, grant{
-				client: o.process, token: o.ret.Token,
-				invoke: o.call.Time, ok: o.ret.Time,
-				invokeIdx: o.call.Index, okIdx: o.ret.Index,
+				client: o.Process, token: o.Ret.Token,
+				invoke: o.Call.Time, ok: o.Ret.Time,
+				invokeIdx: o.Call.Index, okIdx: o.Ret.Index,
 			})
 		}
 	}

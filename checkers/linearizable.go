@@ -59,57 +59,57 @@ func Sections(h []history.Event, key string) []Section {
 			delete(open, p)
 		}
 	}
-	for _, o := range pair(h) {
-		if !o.onKey(key) {
+	for _, o := range history.Pair(h) {
+		if !onKey(o, key) {
 			continue
 		}
 		switch {
-		case o.f == history.Read && !o.lone:
-			closeOpen(o.process)
-			if o.typ != history.OK || o.ret.Value == nil {
+		case o.F == history.Read && !o.Lone:
+			closeOpen(o.Process)
+			if o.Type != history.OK || o.Ret.Value == nil {
 				continue
 			}
 			out = append(out, Section{
-				Client: o.process,
-				Token:  o.call.Token,
-				Read:   *o.ret.Value,
-				Call:   o.call.Time,
-				Return: o.ret.Time,
-				Events: []int64{o.call.Index, o.ret.Index},
+				Client: o.Process,
+				Token:  o.Call.Token,
+				Read:   *o.Ret.Value,
+				Call:   o.Call.Time,
+				Return: o.Ret.Time,
+				Events: []int64{o.Call.Index, o.Ret.Index},
 			})
-			open[o.process] = len(out) - 1
-		case o.f == history.Write && !o.lone:
-			i, ok := open[o.process]
+			open[o.Process] = len(out) - 1
+		case o.F == history.Write && !o.Lone:
+			i, ok := open[o.Process]
 			if !ok {
 				continue
 			}
-			delete(open, o.process)
+			delete(open, o.Process)
 			s := &out[i]
 			s.Write = s.Read + 1
-			if o.call.Value != nil {
-				s.Write = *o.call.Value
+			if o.Call.Value != nil {
+				s.Write = *o.Call.Value
 			}
-			s.Events = append(s.Events, o.call.Index)
-			if o.done {
-				s.Events = append(s.Events, o.ret.Index)
+			s.Events = append(s.Events, o.Call.Index)
+			if o.Done {
+				s.Events = append(s.Events, o.Ret.Index)
 			}
-			switch o.typ {
+			switch o.Type {
 			case history.OK:
-				s.Outcome, s.Return = WriteAccepted, o.ret.Time
+				s.Outcome, s.Return = WriteAccepted, o.Ret.Time
 			case history.Fail:
-				s.Outcome, s.Return = WriteRejected, o.ret.Time
+				s.Outcome, s.Return = WriteRejected, o.Ret.Time
 			default:
 				s.Outcome, s.Return = WriteUnknown, end
 			}
 		default:
-			if i, ok := open[o.process]; ok && o.f == history.LeaseLost {
+			if i, ok := open[o.Process]; ok && o.F == history.LeaseLost {
 				// The client learns of the loss concurrently with its own
 				// steps: if it had already passed its lease check, its
 				// write still follows and belongs to this section.
-				out[i].Events = append(out[i].Events, o.call.Index)
+				out[i].Events = append(out[i].Events, o.Call.Index)
 				continue
 			}
-			closeOpen(o.process)
+			closeOpen(o.Process)
 		}
 	}
 	// The run ended before these sections wrote.

@@ -43,24 +43,24 @@ func (c LostUpdates) Check(in Input) Result {
 	var acked, unknown int64
 	ackedReq := map[string]bool{}
 	var mismatch string
-	for _, o := range pair(in.History) {
-		if o.f != history.Write || o.lone || !o.onKey(in.Key) {
+	for _, o := range history.Pair(in.History) {
+		if o.F != history.Write || o.Lone || !onKey(o, in.Key) {
 			continue
 		}
-		req := o.call.Req
+		req := o.Call.Req
 		e, inLog := writes[req]
-		switch o.typ {
+		switch o.Type {
 		case history.OK:
 			acked++
 			ackedReq[req] = true
 			if mismatch == "" && (req == "" || !inLog || e.Outcome != store.Accepted) {
 				mismatch = fmt.Sprintf("write %q by %s (event %d) was acknowledged but the store log %s",
-					req, o.process, o.ret.Index, storeSays(e, inLog))
+					req, o.Process, o.Ret.Index, storeSays(e, inLog))
 			}
 		case history.Fail:
 			if mismatch == "" && inLog && e.Outcome == store.Accepted {
 				mismatch = fmt.Sprintf("write %q by %s (event %d) failed but the store log has it accepted at seq %d",
-					req, o.process, o.ret.Index, e.Seq)
+					req, o.Process, o.Ret.Index, e.Seq)
 			}
 		default:
 			unknown++

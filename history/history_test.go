@@ -86,3 +86,26 @@ func TestMonoAdvances(t *testing.T) {
 		t.Fatalf("monotonic clock went back: %d then %d", a, b)
 	}
 }
+
+func TestPair(t *testing.T) {
+	h := []Event{
+		{Index: 0, Process: "c1", Type: Invoke, F: Read},
+		{Index: 1, Process: "c2", Type: Invoke, F: Write},
+		{Index: 2, Process: Nemesis, Type: Info, F: Start},
+		{Index: 3, Process: "c1", Type: OK, F: Read},
+		{Index: 4, Process: "c1", Type: Info, F: LeaseLost},
+	}
+	ops := Pair(h)
+	if len(ops) != 3 {
+		t.Fatalf("%d ops, want 3: %+v", len(ops), ops)
+	}
+	if ops[0].Ret.Index != 3 || ops[0].Type != OK || !ops[0].Done {
+		t.Errorf("c1's read: %+v", ops[0])
+	}
+	if ops[1].Done || ops[1].Type != Info {
+		t.Errorf("c2's write never completed, so it is info: %+v", ops[1])
+	}
+	if !ops[2].Lone || ops[2].F != LeaseLost {
+		t.Errorf("lease-lost stands alone: %+v", ops[2])
+	}
+}

@@ -37,39 +37,6 @@ const (
 	outUnknown  outcome = "unknown"  // info, or never completed
 )
 
-// op is an invocation and its completion on one process.
-type op struct {
-	process, f string
-	call, ret  history.Event
-	typ        history.Type
-	done, lone bool
-}
-
-// pairOps matches completions to invocations the way the checkers do: a
-// process has one operation outstanding at a time. Lone events (lease-lost)
-// stand for themselves.
-func pairOps(h []history.Event) []op {
-	ops := make([]op, 0, len(h)/2+1)
-	pending := map[string]int{}
-	for _, e := range h {
-		if e.Process == history.Nemesis {
-			continue
-		}
-		if e.Type == history.Invoke {
-			ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: history.Info})
-			pending[e.Process] = len(ops) - 1
-			continue
-		}
-		if i, ok := pending[e.Process]; ok && ops[i].f == e.F {
-			ops[i].ret, ops[i].typ, ops[i].done = e, e.Type, true
-			delete(pending, e.Process)
-			continue
-		}
-		ops = append(ops, op{process: e.Process, f: e.F, call: e, ret: e, typ: e.Type, lone: true, done: true})
-	}
-	return ops
-}
-
 // hold is a time a client believed it held the lock: from its acquire's
 // success to its release's invocation (or its next acquire, or the end).
 type hold struct {
@@ -160,7 +127,7 @@ type analysis struct {
 	test     testFile
 	testErr  error
 	end      int64
-	ops      []op
+	ops      []history.Op
 	clients  []string
 	lanes    map[string]*lane
 	faults   []fault
@@ -207,7 +174,7 @@ func analyze(in Input) *analysis {
 		}
 		an.storeSeq[e.Seq] = e
 	}
-	an.ops = pairOps(in.History)
+	an.ops = history.Pair(in.History)
 	an.buildLanes()
 	an.buildFaults()
 	an.sections = checkers.Sections(in.History, in.Key)
@@ -234,52 +201,52 @@ func (an *analysis) buildLanes() {
 		}
 	}
 	for _, o := range an.ops {
-		l := an.lane(o.process)
-		switch o.f {
+		l := an.lane(o.Process)
+		switch o.F {
 		case history.Acquire:
-			if o.lone {
+			if o.Lone {
 				continue
 			}
-			closeHold(l, o.call.Time)
-			if o.typ == history.OK {
-				l.holds = append(l.holds, hold{client: l.name, token: o.ret.Token, start: o.ret.Time, okIdx: o.ret.Index})
+			closeHold(l, o.Call.Time)
+			if o.Type == history.OK {
+				l.holds = append(l.holds, hold{client: l.name, token: o.Ret.Token, start: o.Ret.Time, okIdx: o.Ret.Index})
 				open[l.name] = len(l.holds) - 1
-				an.markOf[o.call.Index] = markID(o.ret.Index)
-				an.markOf[o.ret.Index] = markID(o.ret.Index)
+				an.markOf[o.Call.Index] = markID(o.Ret.Index)
+				an.markOf[o.Ret.Index] = markID(o.Ret.Index)
 			}
 		case history.Release:
-			if !o.lone {
-				closeHold(l, o.call.Time)
+			if !o.Lone {
+				closeHold(l, o.Call.Time)
 			}
 		case history.Read, history.Write:
-			if o.lone || (an.in.Key != "" && o.call.Key != an.in.Key) {
+			if o.Lone || (an.in.Key != "" && o.Call.Key != an.in.Key) {
 				continue
 			}
-			m := mark{client: l.name, f: o.f, call: o.call.Time, ret: o.ret.Time, callIdx: o.call.Index, retIdx: o.ret.Index,
-				token: o.call.Token, req: o.call.Req, err: o.ret.Error}
-			switch o.typ {
+			m := mark{client: l.name, f: o.F, call: o.Call.Time, ret: o.Ret.Time, callIdx: o.Call.Index, retIdx: o.Ret.Index,
+				token: o.Call.Token, req: o.Call.Req, err: o.Ret.Error}
+			switch o.Type {
 			case history.OK:
 				m.outcome = outOK
 			case history.Fail:
 				m.outcome = outRejected
 			default:
 				m.outcome = outUnknown
-				if !o.done {
+				if !o.Done {
 					m.ret = an.end
 				}
 			}
-			if o.f == history.Read {
-				m.value = o.ret.Value
-				m.set, m.setLen = o.ret.Set != nil, len(o.ret.Set)
+			if o.F == history.Read {
+				m.value = o.Ret.Value
+				m.set, m.setLen = o.Ret.Set != nil, len(o.Ret.Set)
 			} else {
-				m.value = o.call.Value
+				m.value = o.Call.Value
 			}
 			l.marks = append(l.marks, m)
-			an.markOf[o.call.Index] = markID(o.call.Index)
-			an.markOf[o.ret.Index] = markID(o.call.Index)
+			an.markOf[o.Call.Index] = markID(o.Call.Index)
+			an.markOf[o.Ret.Index] = markID(o.Call.Index)
 		case history.LeaseLost:
-			l.lost = append(l.lost, leaseLost{t: o.call.Time, idx: o.call.Index, token: o.call.Token})
-			an.markOf[o.call.Index] = markID(o.call.Index)
+			l.lost = append(l.lost, leaseLost{t: o.Call.Time, idx: o.Call.Index, token: o.Call.Token})
+			an.markOf[o.Call.Index] = markID(o.Call.Index)
 		}
 	}
 	for name, i := range open {

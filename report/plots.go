@@ -146,14 +146,14 @@ func (an *analysis) latencyPlots() ([]template.HTML, error) {
 	width := bucketWidth(an.end)
 	byF := map[string]map[int][]float64{}
 	for _, o := range an.ops {
-		if o.lone || !o.done {
+		if o.Lone || !o.Done {
 			continue
 		}
-		if byF[o.f] == nil {
-			byF[o.f] = map[int][]float64{}
+		if byF[o.F] == nil {
+			byF[o.F] = map[int][]float64{}
 		}
-		b := int(float64(o.call.Time) / 1e9 / width)
-		byF[o.f][b] = append(byF[o.f][b], math.Max(float64(o.ret.Time-o.call.Time)/1e6, 0.001))
+		b := int(float64(o.Call.Time) / 1e9 / width)
+		byF[o.F][b] = append(byF[o.F][b], math.Max(float64(o.Ret.Time-o.Call.Time)/1e6, 0.001))
 	}
 	var out []template.HTML
 	for _, f := range []string{history.Acquire, history.Read, history.Write, history.Release} {
@@ -206,11 +206,11 @@ func (an *analysis) throughputPlot() (template.HTML, error) {
 	n := int(float64(an.end)/1e9/width) + 1
 	counts := map[history.Type][]float64{history.OK: make([]float64, n), history.Fail: make([]float64, n), history.Info: make([]float64, n)}
 	for _, o := range an.ops {
-		if o.lone || !o.done {
+		if o.Lone || !o.Done {
 			continue
 		}
-		if c, ok := counts[o.typ]; ok {
-			c[min(int(float64(o.ret.Time)/1e9/width), n-1)]++
+		if c, ok := counts[o.Type]; ok {
+			c[min(int(float64(o.Ret.Time)/1e9/width), n-1)]++
 		}
 	}
 	p := an.newPlot("throughput", "completed operations per second")
