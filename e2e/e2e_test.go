@@ -216,6 +216,25 @@ func TestPauseWithoutFenceLosesUpdates(t *testing.T) {
 	if !strings.Contains(r.stdout, "stale-write-accepted") || !strings.Contains(r.stdout, "verdict: invalid") {
 		t.Error("the printed verdict does not name the stale write")
 	}
+	for _, f := range []string{"report.html", "linear.html"} {
+		if info, err := os.Stat(filepath.Join(r.dir, f)); err != nil || info.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(r.dir, "anomalies.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range fence.Anomalies {
+		if a.Kind == "stale-write-accepted" {
+			for _, want := range []string{a.Clients[0], fmt.Sprintf("token %d", a.Tokens[0]), fmt.Sprintf("token %d", a.Tokens[1]), "paused by the nemesis", "```mermaid"} {
+				if !strings.Contains(string(md), want) {
+					t.Errorf("anomalies.md does not mention %q", want)
+				}
+			}
+			break
+		}
+	}
 	recheck(t, r.dir, checkers.Invalid)
 }
 
