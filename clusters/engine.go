@@ -5,6 +5,7 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -64,12 +65,24 @@ func (e *Engine) RemoveRuns(ctx context.Context, runID string) ([]Leftover, erro
 	}
 	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	keep(err)
-	for _, c := range cs {
-		// A frozen process cannot be killed cleanly by every runtime; wake
-		// it first so removal never leaves it behind.
-		_ = e.ContainerKill(ctx, c.ID, "SIGCONT")
-		if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
-			keep(fmt.Errorf("remove container %s: %w", name(c.Names), err))
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A frozen process cannot be killed cleanly by every runtime;
+			// wake it first so removal never leaves it behind.
+			_ = e.ContainerKill(ctx, c.ID, "SIGCONT")
+			if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+				errs[i] = fmt.Errorf("remove container %s: %w", name(c.Names), err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, c := range cs {
+		if errs[i] != nil {
+			keep(errs[i])
 			continue
 		}
 		removed = append(removed, Leftover{Kind: "container", Name: name(c.Names), RunID: c.Labels[Label]})

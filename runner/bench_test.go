@@ -101,10 +101,12 @@ func BenchmarkBringUp(b *testing.B) {
 				})
 				floor += timeIt(b, func() {
 					c := newBenchCluster(b, eng, image)
+					var nodes []clusters.Node
 					for _, s := range backends[backend].services(&cfg) {
-						if err := c.Start(context.Background(), s.node); err != nil {
-							b.Fatal(err)
-						}
+						nodes = append(nodes, s.node)
+					}
+					if err := c.StartAll(context.Background(), nodes); err != nil {
+						b.Fatal(err)
 					}
 					downBench(b, c)
 				})

@@ -221,11 +221,13 @@ func (r *run) up(ctx context.Context, test *Test) error {
 
 // start starts nodes and waits until each passes its probe.
 func (r *run) start(ctx context.Context, services []service) error {
-	for _, s := range services {
-		if err := r.cluster.Start(ctx, s.node); err != nil {
-			return err
-		}
+	nodes := make([]clusters.Node, len(services))
+	for i, s := range services {
+		nodes[i] = s.node
 		r.services = append(r.services, s.node.Name)
+	}
+	if err := r.cluster.StartAll(ctx, nodes); err != nil {
+		return err
 	}
 	for _, s := range services {
 		if s.probe == nil {
