@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/images"
@@ -18,58 +19,101 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
+// testFlags are the knobs of a test that `run` and `matrix` share.
+type testFlags struct {
+	cfg                                                         runner.Config
+	fence, method, mirror, results                              string
+	ttl, limit, interval, pauseFor, workMax, opTimeout, checkTO time.Duration
+}
+
+func (t *testFlags) add(f *pflag.FlagSet) {
+	f.IntVar(&t.cfg.Concurrency, "concurrency", 5, "number of clients, each in its own container")
+	f.IntVar(&t.cfg.Nodes, "nodes", 5, "independent Redis nodes for redlock")
+	f.DurationVar(&t.ttl, "ttl", 2*time.Second, "lease time to live")
+	f.DurationVar(&t.limit, "time-limit", 30*time.Second, "how long the workload runs")
+	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
+	f.StringVar(&t.results, "results", "results", "root of the results tree")
+	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
+	f.DurationVar(&t.pauseFor, "pause-duration", 0, "how long a paused client stays frozen (default 2×ttl)")
+	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section")
+	f.DurationVar(&t.opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
+	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
+	f.DurationVar(&t.checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
+	addImageFlags(f, &t.method, &t.mirror)
+}
+
+func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
+	f.StringVar(method, "image-method", "auto", "how to make the Debian base: auto, dockerfile (FROM debian:bookworm-slim), debootstrap (no registry)")
+	f.StringVar(mirror, "debian-mirror", envOr("LOCKBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian"), "Debian mirror for debootstrap")
+}
+
+// config completes the configuration from the flags; it does not validate
+// the choice of backend, workload and faults, which `matrix` varies.
+func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, error) {
+	cfg := t.cfg
+	if !cmd.Flags().Changed("seed") {
+		cfg.Seed = rand.Int64N(1 << 53)
+	}
+	pauseFor := t.pauseFor
+	if !cmd.Flags().Changed("pause-duration") {
+		pauseFor = 2 * t.ttl
+	}
+	cfg.Fence = store.Fence(t.fence)
+	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = runner.Duration(t.ttl), runner.Duration(t.limit), runner.Duration(t.interval)
+	cfg.PauseDuration, cfg.WorkMax = runner.Duration(pauseFor), runner.Duration(t.workMax)
+	cfg.OpTimeout, cfg.CheckTimeout = runner.Duration(t.opTimeout), runner.Duration(t.checkTO)
+	m, err := images.ParseMethod(t.method)
+	if err != nil {
+		return cfg, runner.Options{}, fail(exitUsage, err)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return cfg, runner.Options{}, fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
+	}
+	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout}, nil
+}
+
+// interruptible returns a context that Ctrl-C or SIGTERM ends, saying what
+// happens next; the returned func releases it.
+func interruptible() (context.Context, func()) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			// stop() also ends ctx, after finished is closed.
+			select {
+			case <-finished:
+				return
+			default:
+			}
+			fmt.Fprintln(os.Stderr, "interrupted: healing faults, saving the history, removing containers…")
+		case <-finished:
+		}
+	}()
+	return ctx, func() {
+		close(finished)
+		stop()
+	}
+}
+
 func newRunCmd() *cobra.Command {
-	var (
-		cfg                                                         runner.Config
-		fence, method, mirror, results                              string
-		ttl, limit, interval, pauseFor, workMax, opTimeout, checkTO time.Duration
-	)
+	var t testFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one test: bring the lock service up, inject faults, check the history",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("seed") {
-				cfg.Seed = rand.Int64N(1 << 53)
+			cfg, opts, err := t.config(cmd)
+			if err != nil {
+				return err
 			}
-			if !cmd.Flags().Changed("pause-duration") {
-				pauseFor = 2 * ttl
-			}
-			cfg.Fence = store.Fence(fence)
-			cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = runner.Duration(ttl), runner.Duration(limit), runner.Duration(interval)
-			cfg.PauseDuration, cfg.WorkMax = runner.Duration(pauseFor), runner.Duration(workMax)
-			cfg.OpTimeout, cfg.CheckTimeout = runner.Duration(opTimeout), runner.Duration(checkTO)
 			if err := cfg.Validate(); err != nil {
 				return fail(exitUsage, err)
 			}
-			m, err := images.ParseMethod(method)
-			if err != nil {
-				return fail(exitUsage, err)
-			}
-			bin, err := os.Executable()
-			if err != nil {
-				return fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			finished := make(chan struct{})
-			defer close(finished)
-			go func() {
-				select {
-				case <-ctx.Done():
-					// stop() also ends ctx, after finished is closed.
-					select {
-					case <-finished:
-						return
-					default:
-					}
-					fmt.Fprintln(os.Stderr, "interrupted: healing faults, saving the history, removing containers…")
-				case <-finished:
-				}
-			}()
-			rep, err := runner.Run(ctx, cfg, runner.Options{
-				Results: results, Binary: bin, ImageMethod: m, Mirror: mirror, Out: os.Stdout,
-			})
+			ctx, release := interruptible()
+			defer release()
+			rep, err := runner.Run(ctx, cfg, opts)
 			if rep != nil {
 				rep.Print(os.Stdout)
 			}
@@ -83,24 +127,12 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, cas (no lock: conditional writes), nolock (broken control)")
-	f.StringVar(&cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
-	f.IntVar(&cfg.Nodes, "nodes", 5, "independent Redis nodes for redlock")
-	f.StringVar(&cfg.Workload, "workload", "counter", "workload: counter")
-	f.StringSliceVar(&cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause")
-	f.StringVar(&fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
-	f.DurationVar(&ttl, "ttl", 2*time.Second, "lease time to live")
-	f.DurationVar(&limit, "time-limit", 30*time.Second, "how long the workload runs")
-	f.IntVar(&cfg.Concurrency, "concurrency", 5, "number of clients, each in its own container")
-	f.Int64Var(&cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
-	f.StringVar(&results, "results", "results", "root of the results tree")
-	f.DurationVar(&interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
-	f.DurationVar(&pauseFor, "pause-duration", 0, "how long a paused client stays frozen (default 2×ttl)")
-	f.DurationVar(&workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section")
-	f.DurationVar(&opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
-	f.BoolVar(&cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
-	f.DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
-	addImageFlags(f, &method, &mirror)
+	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, cas (no lock: conditional writes), nolock (broken control)")
+	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
+	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause")
+	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
+	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
+	t.add(f)
 	return cmd
 }
 

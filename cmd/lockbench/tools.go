@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lockbench/lockbench/clusters"
 	"github.com/lockbench/lockbench/images"
@@ -104,11 +103,6 @@ func newImagesCmd() *cobra.Command {
 	addImageFlags(build.Flags(), &method, &mirror)
 	cmd.AddCommand(build)
 	return cmd
-}
-
-func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
-	f.StringVar(method, "image-method", "auto", "how to make the Debian base: auto, dockerfile (FROM debian:bookworm-slim), debootstrap (no registry)")
-	f.StringVar(mirror, "debian-mirror", envOr("LOCKBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian"), "Debian mirror for debootstrap")
 }
 
 func envOr(key, def string) string {

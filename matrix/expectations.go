@@ -1,0 +1,81 @@
+// Package matrix runs a grid of tests (backends × nemeses × fences ×
+// workloads), holds each cell's outcome against what the literature expects
+// of it, and writes the comparison for people (matrix.md) and for CI
+// (matrix.json, JUnit XML).
+package matrix
+
+import (
+	"fmt"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Expected verdicts of a cell.
+const (
+	ExpectValid   = "valid"
+	ExpectInvalid = "invalid"
+	ExpectEither  = "either"
+)
+
+// Expectations say what each cell should give. Rules are read in order and
+// the last one that matches a cell decides, so general rules come first and
+// exceptions after them.
+type Expectations struct {
+	Rules []Rule `yaml:"rules"`
+}
+
+// Rule matches cells on the fields it sets; an empty field matches anything.
+type Rule struct {
+	Backend  string `yaml:"backend,omitempty"`
+	Workload string `yaml:"workload,omitempty"`
+	Nemesis  string `yaml:"nemesis,omitempty"`
+	Fence    string `yaml:"fence,omitempty"`
+	Store    string `yaml:"store,omitempty"`
+	Expect   string `yaml:"expect"`
+	Reason   string `yaml:"reason"`
+}
+
+func (r Rule) matches(c Cell) bool {
+	ok := func(want, got string) bool { return want == "" || want == got }
+	return ok(r.Backend, c.Backend) && ok(r.Workload, c.Workload) && ok(r.Nemesis, c.Nemesis) &&
+		ok(r.Fence, c.Fence) && ok(r.Store, c.Store)
+}
+
+// LoadExpectations reads and validates an expectations file.
+func LoadExpectations(path string) (*Expectations, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("expectations: %w", err)
+	}
+	var e Expectations
+	if err := yaml.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("expectations %s: %w", path, err)
+	}
+	if len(e.Rules) == 0 {
+		return nil, fmt.Errorf("expectations %s: no rules", path)
+	}
+	for i, r := range e.Rules {
+		switch r.Expect {
+		case ExpectValid, ExpectInvalid, ExpectEither:
+		default:
+			return nil, fmt.Errorf("expectations %s: rule %d: expect %q (want valid, invalid or either)", path, i+1, r.Expect)
+		}
+		if r.Reason == "" {
+			return nil, fmt.Errorf("expectations %s: rule %d has no reason", path, i+1)
+		}
+	}
+	return &e, nil
+}
+
+// For returns what c should give and why; a cell no rule matches may give
+// either verdict.
+func (e *Expectations) For(c Cell) (string, string) {
+	expect, reason := ExpectEither, "no rule matches this cell"
+	for _, r := range e.Rules {
+		if r.matches(c) {
+			expect, reason = r.Expect, r.Reason
+		}
+	}
+	return expect, reason
+}

@@ -1,0 +1,224 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/store"
+)
+
+// Cell is one combination of the grid.
+type Cell struct {
+	Backend  string `json:"backend"`
+	Workload string `json:"workload"`
+	Nemesis  string `json:"nemesis"`
+	Fence    string `json:"fence"`
+	Store    string `json:"store"`
+}
+
+// Name is how matrix.md and JUnit name the cell.
+func (c Cell) Name() string {
+	if c.Store == "etcd" {
+		return fmt.Sprintf("%s/%s/%s/store-etcd", c.Backend, c.Workload, c.Nemesis)
+	}
+	return fmt.Sprintf("%s/%s/%s/fence-%s", c.Backend, c.Workload, c.Nemesis, c.Fence)
+}
+
+// Axes are the values a grid spans.
+type Axes struct {
+	Backends, Workloads, Nemeses, Fences, Stores []string
+}
+
+// Skipped is a combination the grid leaves out, and why.
+type Skipped struct {
+	Cell   Cell   `json:"cell"`
+	Reason string `json:"reason"`
+}
+
+// Grid expands the axes into cells, leaving out the combinations lockbench
+// refuses (a fence for a lock without tokens, --store etcd without etcd).
+// base supplies everything else a run needs.
+func Grid(a Axes, base runner.Config) ([]Cell, []Skipped) {
+	var cells []Cell
+	var skipped []Skipped
+	for _, b := range a.Backends {
+		for _, w := range a.Workloads {
+			for _, n := range a.Nemeses {
+				for _, st := range a.Stores {
+					for _, f := range a.Fences {
+						c := Cell{Backend: b, Workload: w, Nemesis: n, Fence: f, Store: st}
+						cfg := c.config(base)
+						if err := cfg.Validate(); err != nil {
+							skipped = append(skipped, Skipped{Cell: c, Reason: strings.TrimPrefix(err.Error(), runner.ErrUsage.Error()+": ")})
+							continue
+						}
+						cells = append(cells, c)
+					}
+				}
+			}
+		}
+	}
+	return cells, skipped
+}
+
+func (c Cell) config(base runner.Config) runner.Config {
+	cfg := base
+	cfg.Backend, cfg.Workload, cfg.Nemesis = c.Backend, c.Workload, []string{c.Nemesis}
+	cfg.Fence, cfg.Store = store.Fence(c.Fence), c.Store
+	return cfg
+}
+
+// RunResult is one run of a cell.
+type RunResult struct {
+	Verdict checkers.Verdict `json:"verdict"`
+	Dir     string           `json:"dir"`
+	Seed    int64            `json:"seed"`
+	// FirstAnomaly is when the first anomaly happened, in seconds since
+	// the run began; absent when there was none.
+	FirstAnomaly *float64 `json:"first_anomaly_s,omitempty"`
+	CyclesPerSec float64  `json:"cycles_per_s"`
+	Error        string   `json:"error,omitempty"`
+}
+
+// Outcomes of a cell against its expectation.
+const (
+	Met          = "met"
+	Contradicted = "contradicted"
+	Undecided    = "unknown"
+)
+
+// CellResult is a cell's runs and what they say against the expectation.
+type CellResult struct {
+	Cell          Cell        `json:"cell"`
+	Expect        string      `json:"expect"`
+	Reason        string      `json:"reason"`
+	Runs          []RunResult `json:"runs"`
+	Outcome       string      `json:"outcome"`
+	DetectionRate float64     `json:"detection_rate"`
+	Seconds       float64     `json:"seconds"`
+}
+
+// Runner runs one test; runner.Run in production.
+type Runner func(ctx context.Context, cfg runner.Config, opts runner.Options) (*runner.Report, error)
+
+// Run runs every cell runs times, one run at a time (the machine's cores
+// are the cluster's), and judges each cell as soon as its runs are done.
+func Run(ctx context.Context, cells []Cell, runs int, base runner.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
+	var out []CellResult
+	seed := base.Seed
+	for _, c := range cells {
+		if ctx.Err() != nil {
+			break
+		}
+		cr := CellResult{Cell: c}
+		cr.Expect, cr.Reason = exp.For(c)
+		began := time.Now()
+		for i := 0; i < runs && ctx.Err() == nil; i++ {
+			cfg := c.config(base)
+			cfg.Seed = seed
+			seed++
+			fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
+			rep, err := run(ctx, cfg, opts)
+			cr.Runs = append(cr.Runs, result(cfg, rep, err))
+		}
+		cr.Seconds = time.Since(began).Seconds()
+		cr.judge()
+		fmt.Fprintf(log, "%s: %s (expected %s)\n", c.Name(), cr.Outcome, cr.Expect)
+		out = append(out, cr)
+	}
+	return out
+}
+
+func result(cfg runner.Config, rep *runner.Report, err error) RunResult {
+	r := RunResult{Seed: cfg.Seed, Verdict: checkers.Unknown}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if rep == nil {
+		return r
+	}
+	r.Verdict, r.Dir = rep.Verdict, rep.Dir
+	if err != nil {
+		// An interrupted or broken run judged its partial history: that
+		// is no verdict on the cell.
+		r.Verdict = checkers.Unknown
+	}
+	for _, c := range rep.Checkers {
+		if c.Checker == "progress" {
+			r.CyclesPerSec = float64(c.Counts["sections"]) / cfg.TimeLimit.D().Seconds()
+		}
+		if c.Valid != checkers.Invalid {
+			continue
+		}
+		for _, a := range c.Anomalies {
+			t := float64(a.Time) / 1e9
+			if r.FirstAnomaly == nil || t < *r.FirstAnomaly {
+				r.FirstAnomaly = &t
+			}
+		}
+	}
+	return r
+}
+
+// judge decides the cell: an expected anomaly is met once any run finds it
+// (a run that misses it proves nothing), an expected safe cell is
+// contradicted by any invalid run.
+func (cr *CellResult) judge() {
+	var invalid, unknown int
+	for _, r := range cr.Runs {
+		switch r.Verdict {
+		case checkers.Invalid:
+			invalid++
+		case checkers.Valid:
+		default:
+			unknown++
+		}
+	}
+	if len(cr.Runs) > 0 {
+		cr.DetectionRate = float64(invalid) / float64(len(cr.Runs))
+	}
+	switch {
+	case len(cr.Runs) == 0:
+		cr.Outcome = Undecided
+	case cr.Expect == ExpectEither:
+		cr.Outcome = Met
+		if unknown == len(cr.Runs) {
+			cr.Outcome = Undecided
+		}
+	case cr.Expect == ExpectInvalid && invalid > 0, cr.Expect == ExpectValid && invalid == 0 && unknown == 0:
+		cr.Outcome = Met
+	case cr.Expect == ExpectValid && invalid > 0, cr.Expect == ExpectInvalid && unknown == 0:
+		cr.Outcome = Contradicted
+	default:
+		cr.Outcome = Undecided
+	}
+}
+
+// Exit is the matrix's exit code: 1 when a cell contradicted its
+// expectation, else 2 when one was undecided, else 0.
+func Exit(results []CellResult) int {
+	code := 0
+	for _, r := range results {
+		switch r.Outcome {
+		case Contradicted:
+			return 1
+		case Undecided:
+			code = 2
+		}
+	}
+	return code
+}
+
+// relDir is a run's directory relative to the matrix files, for links.
+func relDir(base, dir string) string {
+	if rel, err := filepath.Rel(base, dir); err == nil {
+		return rel
+	}
+	return dir
+}

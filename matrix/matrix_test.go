@@ -1,0 +1,169 @@
+package matrix
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/runner"
+)
+
+func TestDefaultExpectations(t *testing.T) {
+	exp, err := LoadExpectations("../expectations.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cell Cell
+		want string
+	}{
+		{Cell{"redis", "counter", "none", "none", "lockbench"}, ExpectValid},
+		{Cell{"redis", "counter", "pause", "none", "lockbench"}, ExpectInvalid},
+		{Cell{"etcd", "set", "pause", "all", "lockbench"}, ExpectValid},
+		{Cell{"etcd", "counter", "pause", "none", "etcd"}, ExpectValid},
+		{Cell{"redis", "counter", "pause", "writes", "lockbench"}, ExpectEither},
+		{Cell{"cas", "counter", "pause", "none", "lockbench"}, ExpectValid},
+		{Cell{"nolock", "set", "none", "none", "lockbench"}, ExpectInvalid},
+	}
+	for _, c := range cases {
+		if got, why := exp.For(c.cell); got != c.want || why == "" {
+			t.Errorf("%s: expect %s (%q), want %s", c.cell.Name(), got, why, c.want)
+		}
+	}
+}
+
+func TestLoadExpectationsRejects(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"no rules":     "rules: []\n",
+		"bad expect":   "rules:\n  - expect: maybe\n    reason: x\n",
+		"no reason":    "rules:\n  - expect: valid\n",
+		"not yaml":     "rules: [\n",
+		"unknown file": "",
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if name != "unknown file" {
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := LoadExpectations(p); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	v, i, u := checkers.Valid, checkers.Invalid, checkers.Unknown
+	cases := []struct {
+		expect   string
+		verdicts []checkers.Verdict
+		want     string
+	}{
+		{ExpectInvalid, []checkers.Verdict{v, i, v}, Met},
+		{ExpectInvalid, []checkers.Verdict{v, v}, Contradicted},
+		{ExpectInvalid, []checkers.Verdict{v, u}, Undecided},
+		{ExpectValid, []checkers.Verdict{v, v}, Met},
+		{ExpectValid, []checkers.Verdict{v, i}, Contradicted},
+		{ExpectValid, []checkers.Verdict{v, u}, Undecided},
+		{ExpectEither, []checkers.Verdict{i, v}, Met},
+		{ExpectEither, []checkers.Verdict{u}, Undecided},
+	}
+	for _, c := range cases {
+		cr := CellResult{Expect: c.expect}
+		for _, verdict := range c.verdicts {
+			cr.Runs = append(cr.Runs, RunResult{Verdict: verdict})
+		}
+		cr.judge()
+		if cr.Outcome != c.want {
+			t.Errorf("expect %s, runs %v: %s, want %s", c.expect, c.verdicts, cr.Outcome, c.want)
+		}
+	}
+	if Exit([]CellResult{{Outcome: Met}, {Outcome: Undecided}}) != 2 || Exit([]CellResult{{Outcome: Undecided}, {Outcome: Contradicted}}) != 1 {
+		t.Error("exit codes: contradicted must win over unknown")
+	}
+}
+
+func TestGridLeavesOutRefusedCombinations(t *testing.T) {
+	base := runner.Config{TTL: runner.Duration(2 * time.Second), TimeLimit: runner.Duration(time.Second), Concurrency: 2,
+		NemesisInterval: runner.Duration(time.Second), PauseDuration: runner.Duration(time.Second),
+		OpTimeout: runner.Duration(time.Second), CheckTimeout: runner.Duration(time.Second), Nodes: 5}
+	cells, skipped := Grid(Axes{Backends: []string{"redis", "redlock"}, Workloads: []string{"counter"},
+		Nemeses: []string{"pause"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base)
+	if len(cells) != 3 || len(skipped) != 1 {
+		t.Fatalf("cells %v, skipped %v", cells, skipped)
+	}
+	if !strings.Contains(skipped[0].Reason, "no fencing tokens") || strings.HasPrefix(skipped[0].Reason, "bad arguments") {
+		t.Errorf("reason %q", skipped[0].Reason)
+	}
+}
+
+// A run function standing in for runner.Run: the matrix's own logic, not
+// the cluster, is under test here (the e2e tests run the real thing).
+func fakeRun(verdicts map[string]checkers.Verdict) Runner {
+	return func(_ context.Context, cfg runner.Config, _ runner.Options) (*runner.Report, error) {
+		c := Cell{cfg.Backend, cfg.Workload, cfg.Nemesis[0], string(cfg.Fence), cfg.Store}
+		v, ok := verdicts[c.Name()]
+		if !ok {
+			return nil, errors.New("no such cell")
+		}
+		rep := &runner.Report{Verdict: v, Dir: "/r/" + c.Name(), Checkers: []checkers.Result{
+			{Checker: "progress", Valid: checkers.Valid, Counts: map[string]int64{"sections": 40}},
+		}}
+		if v == checkers.Invalid {
+			rep.Checkers = append(rep.Checkers, checkers.Result{Checker: "fence", Valid: v,
+				Anomalies: []checkers.Anomaly{{Kind: "stale-write-accepted", Time: 7_500_000_000}}})
+		}
+		return rep, nil
+	}
+}
+
+func TestRunWritesMarkdownAndJUnit(t *testing.T) {
+	exp := &Expectations{Rules: []Rule{
+		{Expect: ExpectValid, Reason: "safe"},
+		{Nemesis: "pause", Expect: ExpectInvalid, Reason: "unfenced"},
+	}}
+	cells := []Cell{{"redis", "counter", "none", "none", "lockbench"}, {"redis", "counter", "pause", "none", "lockbench"}}
+	run := fakeRun(map[string]checkers.Verdict{
+		cells[0].Name(): checkers.Invalid, // contradicts "safe"
+		cells[1].Name(): checkers.Invalid,
+	})
+	base := runner.Config{TimeLimit: runner.Duration(10 * time.Second)}
+	results := Run(context.Background(), cells, 2, base, runner.Options{}, exp, run, new(strings.Builder))
+	if results[0].Outcome != Contradicted || results[1].Outcome != Met || Exit(results) != 1 {
+		t.Fatalf("outcomes %s %s", results[0].Outcome, results[1].Outcome)
+	}
+	if results[1].DetectionRate != 1 || results[1].Runs[0].CyclesPerSec != 4 || *results[1].Runs[0].FirstAnomaly != 7.5 {
+		t.Errorf("cell figures: %+v", results[1])
+	}
+	dir := t.TempDir()
+	sum := Summary{Runs: 2, Cells: results, Exit: Exit(results)}
+	if err := Write(dir, sum); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "matrix.md"))
+	for _, want := range []string{"1 of 2 cells met", "redis/counter/none/fence-none", "❌ contradicted", "100%", "7.5 s", "report.html"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("matrix.md lacks %q:\n%s", want, md)
+		}
+	}
+	junit := filepath.Join(dir, "junit.xml")
+	if err := WriteJUnit(junit, sum); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(junit)
+	var parsed junitSuites
+	if err := xml.Unmarshal(data, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	s := parsed.Suites[0]
+	if s.Tests != 2 || s.Failures != 1 || s.Cases[0].Failure == nil || s.Cases[1].Failure != nil {
+		t.Errorf("JUnit: %+v", s)
+	}
+}
