@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test unit bench fuzz clean
+.PHONY: all build deps images run test unit bench fuzz compose clean
 
 all: build
 
@@ -47,6 +47,10 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzReadLog$$' -fuzztime $(FUZZTIME) ./store/
 	for f in FuzzLinearizable FuzzFence FuzzLostUpdates FuzzOverall; do \
 	  go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./checkers/ || exit 1; done
+
+# docker-compose.yml is rendered from the topologies the harness runs.
+compose: build
+	$(BIN) compose > docker-compose.yml
 
 clean: build
 	$(BIN) clean

@@ -73,7 +73,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
+	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
 		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd())
 	return root
 }
