@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lockbench/lockbench/history"
 )
@@ -24,9 +25,13 @@ func (Progress) Name() string { return "progress" }
 func (c Progress) Check(in Input) Result {
 	r := newResult(c.Name())
 	firstFault := int64(math.MaxInt64)
+	var skipped []string
 	for _, e := range in.History {
 		if e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Info && e.Time < firstFault {
 			firstFault = e.Time
+		}
+		if e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Fail && strings.HasPrefix(e.Error, "skipped") {
+			skipped = append(skipped, e.Fault+" "+e.Error)
 		}
 	}
 	var before, total int64
@@ -47,6 +52,13 @@ func (c Progress) Check(in Input) Result {
 	r.Summary = fmt.Sprintf("%s completed %s, %d in all", plural(before, "critical section"), where, total)
 	if firstFault == math.MaxInt64 {
 		r.Summary = plural(total, "critical section") + " completed; no fault was injected"
+	}
+	// A fault that could not act on this service is no pass: if none of
+	// the faults asked for could, the run tested nothing it was meant to.
+	if len(skipped) > 0 && firstFault == math.MaxInt64 {
+		r.Valid = Unknown
+		r.Reason = "not meaningful: no fault asked for could be injected (" + strings.Join(skipped, "; ") + ")"
+		return r
 	}
 	if before < c.MinSections {
 		r.Valid = Unknown

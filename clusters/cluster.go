@@ -26,9 +26,9 @@ type Node struct {
 	// Labels are added to the run's own; they let a later `lockbench clean`
 	// find what belongs where without the process that started it.
 	Labels map[string]string
-	// Tmpfs are directories kept in memory: a data directory whose fsync
-	// would otherwise measure the disk under the overlay, not the service.
+	// Tmpfs are directories kept in memory.
 	Tmpfs []string
+	Env   []string
 	ID    string
 }
 
@@ -72,7 +72,7 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 		tmpfs[d] = ""
 	}
 	resp, err := c.eng.ContainerCreate(ctx,
-		&container.Config{Image: c.image, Cmd: n.Cmd, Hostname: n.Name, Labels: labels},
+		&container.Config{Image: c.image, Cmd: n.Cmd, Env: n.Env, Hostname: n.Name, Labels: labels},
 		&container.HostConfig{
 			NetworkMode: container.NetworkMode(c.network),
 			CapAdd:      n.Caps,
@@ -130,6 +130,74 @@ func (c *Cluster) Signal(ctx context.Context, name, sig string) error {
 		return fmt.Errorf("%s to %s: %w", sig, name, err)
 	}
 	return nil
+}
+
+// Pause freezes every process of the node (the cgroup freezer): it
+// answers nothing until Unpause.
+func (c *Cluster) Pause(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if err := c.eng.ContainerPause(ctx, n.ID); err != nil {
+		return fmt.Errorf("pause %s: %w", name, err)
+	}
+	return nil
+}
+
+// Unpause thaws a paused node; a node that is not paused is left alone.
+func (c *Cluster) Unpause(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	ins, err := c.eng.ContainerInspect(ctx, n.ID)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if ins.State == nil || !ins.State.Paused {
+		return nil
+	}
+	if err := c.eng.ContainerUnpause(ctx, n.ID); err != nil {
+		return fmt.Errorf("unpause %s: %w", name, err)
+	}
+	return nil
+}
+
+// Restart starts a node's stopped container again, with its command and
+// its file system as they were; a running node is left alone.
+func (c *Cluster) Restart(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	ins, err := c.eng.ContainerInspect(ctx, n.ID)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if ins.State != nil && ins.State.Running {
+		return nil
+	}
+	if err := c.eng.ContainerStart(ctx, n.ID, container.StartOptions{}); err != nil {
+		return fmt.Errorf("restart %s: %w", name, err)
+	}
+	return nil
+}
+
+// IP is the node's address on the run's network.
+func (c *Cluster) IP(ctx context.Context, name string) (string, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return "", err
+	}
+	ins, err := c.eng.ContainerInspect(ctx, n.ID)
+	if err != nil {
+		return "", fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if ins.NetworkSettings == nil || ins.NetworkSettings.Networks[c.network] == nil || ins.NetworkSettings.Networks[c.network].IPAddress == "" {
+		return "", fmt.Errorf("%s has no address on %s", name, c.network)
+	}
+	return ins.NetworkSettings.Networks[c.network].IPAddress, nil
 }
 
 // Exec runs cmd in the node and returns its standard output; a non-zero exit

@@ -166,7 +166,7 @@ func TestKilledHarnessIsCleanedAndCheckable(t *testing.T) {
 // SIGINT while a client is frozen: the run heals it, saves what it has and
 // removes everything before it exits.
 func TestInterruptMidFaultHealsAndRemoves(t *testing.T) {
-	s := start(t, "run", "--nemesis", "pause", "--nemesis-interval", "1s", "--pause-duration", "30s", "--time-limit", "60s", "--seed", "12")
+	s := start(t, "run", "--nemesis", "pause", "--nemesis-interval", "1s", "--fault-duration", "30s", "--time-limit", "60s", "--seed", "12")
 	s.waitEvent(t, "pause", pauseStarted)
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

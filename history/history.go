@@ -60,6 +60,7 @@ type Event struct {
 	Req string `json:"req,omitempty"`
 	// Fault and Targets describe a nemesis event.
 	Fault   string   `json:"fault,omitempty"`
+	Shape   string   `json:"shape,omitempty"`
 	Targets []string `json:"targets,omitempty"`
 	Error   string   `json:"error,omitempty"`
 }

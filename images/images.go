@@ -9,12 +9,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -81,7 +83,7 @@ func Ensure(ctx context.Context, cli *client.Client, opts Options) (string, erro
 		}
 	}
 	fmt.Fprintf(opts.Log, "building %s\n", tag)
-	if err := buildNode(ctx, cli, opts.Binary, tag); err != nil {
+	if err := buildNode(ctx, cli, opts.Binary, tag, opts.Log); err != nil {
 		return "", err
 	}
 	pruneNodes(ctx, cli, tag)
@@ -209,14 +211,50 @@ func debootstrapBase(ctx context.Context, cli *client.Client, opts Options) erro
 	return nil
 }
 
-func buildNode(ctx context.Context, cli *client.Client, binary, tag string) error {
+func buildNode(ctx context.Context, cli *client.Client, binary, tag string, log io.Writer) error {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return fmt.Errorf("read lockbench binary: %w", err)
 	}
+	files := map[string][]byte{"lockbench": bin}
 	df := "FROM " + BaseTag + "\nCOPY lockbench /usr/local/bin/lockbench\n"
-	return dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(df), "lockbench": bin},
-		[]string{tag, NodeRepo + ":latest"})
+	if shim, err := compileShim(ctx); err != nil {
+		fmt.Fprintf(log, "no clock shim in the image, the clock fault will be skipped: %v\n", err)
+	} else {
+		files[ShimName] = shim
+		df += "COPY " + ShimName + " /usr/local/lib/" + ShimName + "\n"
+	}
+	files["Dockerfile"] = []byte(df)
+	return dockerBuild(ctx, cli, files, []string{tag, NodeRepo + ":latest"})
+}
+
+// ShimName is the clock shim's file in the image, under /usr/local/lib.
+const ShimName = "lockbench-clock.so"
+
+//go:embed shim/clock.c
+var shimSource []byte
+
+// compileShim builds the clock shim with the host's C compiler: the node
+// image has none, and its glibc is Debian bookworm's, as the host's is on
+// the machines lockbench builds on.
+func compileShim(ctx context.Context) ([]byte, error) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		return nil, errors.New("no C compiler (cc) on this machine")
+	}
+	dir, err := os.MkdirTemp("", "lockbench-shim-")
+	if err != nil {
+		return nil, fmt.Errorf("shim build dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	src, out := filepath.Join(dir, "clockshim.c"), filepath.Join(dir, ShimName)
+	if err := os.WriteFile(src, shimSource, 0o644); err != nil {
+		return nil, fmt.Errorf("shim source: %w", err)
+	}
+	if msg, err := exec.CommandContext(ctx, cc, "-shared", "-fPIC", "-O2", "-o", out, src).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("compile clock shim: %w: %s", err, msg)
+	}
+	return os.ReadFile(out)
 }
 
 func dockerBuild(ctx context.Context, cli *client.Client, files map[string][]byte, tags []string) error {

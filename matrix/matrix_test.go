@@ -92,7 +92,7 @@ func TestJudge(t *testing.T) {
 
 func TestGridLeavesOutRefusedCombinations(t *testing.T) {
 	base := runner.Config{TTL: runner.Duration(2 * time.Second), TimeLimit: runner.Duration(time.Second), Concurrency: 2,
-		NemesisInterval: runner.Duration(time.Second), PauseDuration: runner.Duration(time.Second),
+		NemesisInterval: runner.Duration(time.Second), FaultDuration: runner.Duration(time.Second),
 		OpTimeout: runner.Duration(time.Second), CheckTimeout: runner.Duration(time.Second), Nodes: 5}
 	cells, skipped := Grid(Axes{Backends: []string{"redis", "redlock"}, Workloads: []string{"counter"},
 		Nemeses: []string{"pause"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base)

@@ -17,10 +17,29 @@ import (
 // ends early (error, Ctrl-C) leaves nothing broken.
 type Fault interface {
 	Name() string
-	// Inject starts the fault and returns what it hit. ErrNoTarget means
+	// Inject starts the fault and says what it hit. ErrNoTarget means
 	// there was nothing to hit this time.
-	Inject(ctx context.Context, r *rand.Rand) (targets []string, err error)
+	Inject(ctx context.Context, r *rand.Rand) (Injection, error)
 	Heal(ctx context.Context) error
+}
+
+// Injection is what one injection did: its shape (e.g. "isolate-leader")
+// and the nodes it hit.
+type Injection struct {
+	Shape   string
+	Targets []string
+}
+
+// Lasting is a fault that decides how long it lasts (a killed node stays
+// down for its restart delay), instead of the schedule.
+type Lasting interface {
+	Lasts(scheduled time.Duration) time.Duration
+}
+
+// Inapplicable is a fault that cannot act on this cluster (a clock jump on
+// Go servers); the run records why once and never injects it.
+type Inapplicable interface {
+	Inapplicable() string
 }
 
 // ErrNoTarget means a fault found nothing to act on before its wait ended.
@@ -46,6 +65,16 @@ type Recorder func(history.Event)
 // duration. The rng alone decides gaps and which fault comes next, so the
 // same seed gives the same schedule.
 func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record Recorder) error {
+	var usable []Fault
+	for _, f := range faults {
+		if in, ok := f.(Inapplicable); ok && in.Inapplicable() != "" {
+			record(history.Event{Process: history.Nemesis, Type: history.Fail, F: history.Start, Fault: f.Name(),
+				Error: "skipped: " + in.Inapplicable()})
+			continue
+		}
+		usable = append(usable, f)
+	}
+	faults = usable
 	if len(faults) == 0 {
 		<-ctx.Done()
 		return nil
@@ -56,7 +85,7 @@ func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record R
 		}
 		f := faults[r.IntN(len(faults))]
 		record(history.Event{Process: history.Nemesis, Type: history.Invoke, F: history.Start, Fault: f.Name()})
-		targets, err := f.Inject(ctx, r)
+		inj, err := f.Inject(ctx, r)
 		switch {
 		case errors.Is(err, ErrNoTarget) || (err != nil && ctx.Err() != nil):
 			record(history.Event{Process: history.Nemesis, Type: history.Fail, F: history.Start, Fault: f.Name(), Error: err.Error()})
@@ -66,8 +95,13 @@ func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record R
 			heal(f, record)
 			return fmt.Errorf("inject %s: %w", f.Name(), err)
 		}
-		record(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: f.Name(), Targets: targets})
-		sleep(ctx, s.Duration)
+		record(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: f.Name(),
+			Shape: inj.Shape, Targets: inj.Targets})
+		lasts := s.Duration
+		if l, ok := f.(Lasting); ok {
+			lasts = l.Lasts(lasts)
+		}
+		sleep(ctx, lasts)
 		if err := heal(f, record); err != nil {
 			return err
 		}

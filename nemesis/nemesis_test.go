@@ -53,7 +53,7 @@ func record(mu *sync.Mutex, events *[]history.Event) Recorder {
 
 func TestPauseHolderInjectsAndHeals(t *testing.T) {
 	sig := &fakeSignals{}
-	p := &PauseHolder{Nodes: sig, Holders: fixedHolder("c3")}
+	p := &PauseClient{Nodes: sig, Holders: fixedHolder("c3")}
 	var mu sync.Mutex
 	var events []history.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -89,7 +89,7 @@ func TestPauseHolderInjectsAndHeals(t *testing.T) {
 
 func TestNoHolderInjectsNothing(t *testing.T) {
 	sig := &fakeSignals{}
-	p := &PauseHolder{Nodes: sig, Holders: fixedHolder("")}
+	p := &PauseClient{Nodes: sig, Holders: fixedHolder("")}
 	var mu sync.Mutex
 	var events []history.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -109,7 +109,7 @@ func TestNoHolderInjectsNothing(t *testing.T) {
 
 func TestFailedHealIsReportedAndRetried(t *testing.T) {
 	sig := &fakeSignals{fail: "SIGCONT"}
-	p := &PauseHolder{Nodes: sig, Holders: fixedHolder("c1")}
+	p := &PauseClient{Nodes: sig, Holders: fixedHolder("c1")}
 	if _, err := p.Inject(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -19,59 +20,163 @@ type Holders interface {
 	WaitHolder(ctx context.Context) (string, error)
 }
 
-// PauseHolder freezes the client that holds the lock with SIGSTOP, which
-// stops its renewals too, as a long GC pause or a stalled VM would. Its
-// lease expires while it sleeps; when it resumes it still believes it holds
-// the lock.
-type PauseHolder struct {
+// Client pause targets.
+const (
+	TargetHolder = "holder" // the client that holds the lock
+	TargetRandom = "random" // any one client
+	TargetAll    = "all"    // every client
+)
+
+// PauseClient freezes clients with SIGSTOP, which stops their renewals too,
+// as a long GC pause or a stalled VM would. A paused holder's lease expires
+// while it sleeps; when it resumes it still believes it holds the lock.
+type PauseClient struct {
 	Nodes   Signaler
 	Holders Holders
+	Clients []string
+	Target  string // TargetHolder (default), TargetRandom or TargetAll
 
 	mu     sync.Mutex
 	paused map[string]bool
 }
 
 // Name implements Fault.
-func (p *PauseHolder) Name() string { return "pause" }
+func (p *PauseClient) Name() string { return "pause" }
 
 // Inject implements Fault.
-func (p *PauseHolder) Inject(ctx context.Context, _ *rand.Rand) ([]string, error) {
-	holder, err := p.Holders.WaitHolder(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
+	var targets []string
+	switch p.Target {
+	case TargetAll:
+		targets = slices.Clone(p.Clients)
+	case TargetRandom:
+		targets = pick(r, p.Clients, 1)
+	default:
+		holder, err := p.Holders.WaitHolder(ctx)
+		if err != nil {
+			return Injection{}, fmt.Errorf("%w: %w", ErrNoTarget, err)
+		}
+		targets = []string{holder}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paused == nil {
 		p.paused = map[string]bool{}
 	}
-	// Marked before the signal: if the call fails half way, Heal still
-	// sends SIGCONT.
-	p.paused[holder] = true
-	if err := p.Nodes.Signal(ctx, holder, "SIGSTOP"); err != nil {
-		return nil, err
+	for _, t := range targets {
+		// Marked before the signal: if the call fails half way, Heal
+		// still sends SIGCONT.
+		p.paused[t] = true
+		if err := p.Nodes.Signal(ctx, t, "SIGSTOP"); err != nil {
+			return Injection{}, err
+		}
 	}
-	return []string{holder}, nil
+	return Injection{Shape: p.target(), Targets: targets}, nil
+}
+
+func (p *PauseClient) target() string {
+	if p.Target == "" {
+		return TargetHolder
+	}
+	return p.Target
 }
 
 // Heal implements Fault.
-func (p *PauseHolder) Heal(ctx context.Context) error {
+func (p *PauseClient) Heal(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	names := make([]string, 0, len(p.paused))
-	for n := range p.paused {
+	return healEach(p.paused, func(n string) error { return p.Nodes.Signal(ctx, n, "SIGCONT") })
+}
+
+// healEach undoes a fault on every node in set, forgetting those it healed;
+// it returns the first error after trying them all.
+func healEach(set map[string]bool, heal func(string) error) error {
+	names := make([]string, 0, len(set))
+	for n := range set {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	var first error
 	for _, n := range names {
-		if err := p.Nodes.Signal(ctx, n, "SIGCONT"); err != nil {
+		if err := heal(n); err != nil {
 			if first == nil {
 				first = err
 			}
 			continue
 		}
-		delete(p.paused, n)
+		delete(set, n)
 	}
 	return first
+}
+
+// PauseNode freezes lock-service nodes whole (docker pause): one, a
+// minority, a majority, or the leader or primary.
+type PauseNode struct {
+	Cluster  Cluster
+	Topology Topology
+
+	mu     sync.Mutex
+	paused map[string]bool
+}
+
+// Name implements Fault.
+func (p *PauseNode) Name() string { return "pause-node" }
+
+// Inapplicable implements Inapplicable.
+func (p *PauseNode) Inapplicable() string {
+	if len(p.Topology.Service) == 0 {
+		return "this backend has no lock-service nodes"
+	}
+	return ""
+}
+
+// Inject implements Fault.
+func (p *PauseNode) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
+	shape, targets, err := nodeShape(ctx, r, p.Topology)
+	if err != nil {
+		return Injection{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused == nil {
+		p.paused = map[string]bool{}
+	}
+	for _, t := range targets {
+		p.paused[t] = true
+		if err := p.Cluster.Pause(ctx, t); err != nil {
+			return Injection{}, err
+		}
+	}
+	return Injection{Shape: shape, Targets: targets}, nil
+}
+
+// Heal implements Fault.
+func (p *PauseNode) Heal(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return healEach(p.paused, func(n string) error { return p.Cluster.Unpause(ctx, n) })
+}
+
+// nodeShape picks which service nodes a node fault hits: one, a minority, a
+// majority, or the leader when the service has one.
+func nodeShape(ctx context.Context, r *rand.Rand, t Topology) (string, []string, error) {
+	shapes := []string{"one", "minority", "majority"}
+	if t.Leader != nil {
+		shapes = append(shapes, "leader")
+	}
+	shape := shapes[r.IntN(len(shapes))]
+	switch shape {
+	case "minority":
+		return shape, minority(r, t.Service), nil
+	case "majority":
+		return shape, majority(r, t.Service), nil
+	case "leader":
+		l, err := t.Leader(ctx)
+		if err != nil {
+			return "", nil, fmt.Errorf("%w: find the leader: %w", ErrNoTarget, err)
+		}
+		return shape, []string{l}, nil
+	default:
+		return shape, pick(r, t.Service, 1), nil
+	}
 }

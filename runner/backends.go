@@ -32,14 +32,14 @@ const sentinelMaster = "lockbench"
 var backends = map[string]backend{
 	"redis": {
 		tokens:   true,
-		services: func(*Config) []service { return []service{redisNode("redis", "redis")} },
+		services: func(cfg *Config) []service { return []service{redisNode("redis", cfg)} },
 		addrs:    func(*Config) []string { return []string{"redis:6379"} },
 	},
 	"redlock": {
 		services: func(cfg *Config) []service {
 			var out []service
 			for _, n := range redlockNames(cfg) {
-				out = append(out, redisNode(n, "redis"))
+				out = append(out, redisNode(n, cfg))
 			}
 			return out
 		},
@@ -47,10 +47,10 @@ var backends = map[string]backend{
 	},
 	"redis-sentinel": {
 		tokens: true,
-		services: func(*Config) []service {
-			out := []service{redisNode("r1", "redis")}
+		services: func(cfg *Config) []service {
+			out := []service{redisNode("r1", cfg)}
 			for _, r := range []string{"r2", "r3"} {
-				s := redisNode(r, "redis")
+				s := redisNode(r, cfg)
 				s.node.Cmd = append(s.node.Cmd, "--replicaof", "r1", "6379")
 				out = append(out, s)
 			}
@@ -77,7 +77,10 @@ var backends = map[string]backend{
 						"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", "http://" + n + ":2379",
 						"--listen-peer-urls", "http://0.0.0.0:2380", "--initial-advertise-peer-urls", "http://" + n + ":2380",
 						"--initial-cluster", etcdCluster(), "--initial-cluster-state", "new", "--initial-cluster-token", "lockbench",
-						"--log-level", "warn"}, Tmpfs: []string{"/var/lib/etcd"}},
+						// The data must survive a kill and restart; fsync would
+						// measure the disk under the overlay, and a killed
+						// process loses nothing the page cache holds.
+						"--unsafe-no-fsync", "--log-level", "warn"}},
 				})
 			}
 			return out
@@ -117,15 +120,18 @@ func withPort(names []string, port int) []string {
 	return out
 }
 
-// redisNode is a Redis with no persistence, as a lock service usually runs.
-func redisNode(name, role string) service {
-	return service{
-		node: clusters.Node{Name: name, Role: role, Cmd: []string{
-			"redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no",
-			"--replica-announce-ip", name,
-		}},
-		probe: []string{"redis-cli", "ping"},
+// redisNode is a Redis server; by default without persistence, as a lock
+// service usually runs, so that a killed node comes back empty.
+func redisNode(name string, cfg *Config) service {
+	cmd := []string{"redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--replica-announce-ip", name,
+		"--dir", "/var/lib/redis", "--save", ""}
+	switch cfg.RedisPersistence {
+	case "everysec", "always":
+		cmd = append(cmd, "--appendonly", "yes", "--appendfsync", cfg.RedisPersistence)
+	default:
+		cmd = append(cmd, "--appendonly", "no")
 	}
+	return service{node: clusters.Node{Name: name, Role: "redis", Cmd: cmd}, probe: []string{"redis-cli", "ping"}}
 }
 
 // sentinelNode runs Sentinel from a config written at start: Sentinel

@@ -45,7 +45,7 @@ type composeEndpoint struct {
 // topology printing its history events.
 func Compose() ([]byte, error) {
 	cfg := Config{Backend: "redis", Workload: "counter", Nemesis: []string{"none"}, Fence: "none", Store: "lockbench", Nodes: 5,
-		TTL: Duration(2e9), TimeLimit: Duration(1e9), Concurrency: 1, NemesisInterval: Duration(1e9), PauseDuration: Duration(1e9),
+		TTL: Duration(2e9), TimeLimit: Duration(1e9), Concurrency: 1, NemesisInterval: Duration(1e9), FaultDuration: Duration(1e9),
 		WorkMax: Duration(2e8), OpTimeout: Duration(1e9), CheckTimeout: Duration(1e9)}
 	f := composeFile{Version: "3.7", Networks: map[string]composeNetwork{}, Services: map[string]composeService{}}
 	labels := map[string]string{clusters.Label: "compose"}

@@ -18,7 +18,11 @@ var (
 	Backends  = []string{"redis", "redlock", "redis-sentinel", "etcd", "cas", "nolock"}
 	Workloads = []string{"counter", "set"}
 	Stores    = []string{"lockbench", "etcd"}
-	Nemeses   = []string{"none", "pause"}
+	Nemeses   = []string{"none", "pause", "pause-node", "partition", "kill", "clock", "failover"}
+	// PauseTargets are whom the client pause freezes.
+	PauseTargets = []string{"holder", "random", "all"}
+	// Persistences are the Redis persistence settings for --redis-persistence.
+	Persistences = []string{"none", "everysec", "always"}
 )
 
 // Config is what a user chooses for a run; it is stored in test.json.
@@ -34,10 +38,14 @@ type Config struct {
 	Concurrency     int         `json:"concurrency"`
 	Seed            int64       `json:"seed"`
 	NemesisInterval Duration    `json:"nemesis_interval"`
-	PauseDuration   Duration    `json:"pause_duration"`
-	WorkMax         Duration    `json:"work_max"`
-	OpTimeout       Duration    `json:"op_timeout"`
-	CheckTimeout    Duration    `json:"check_timeout"`
+	FaultDuration   Duration    `json:"fault_duration"`
+	PauseTarget     string      `json:"pause_target"`
+	RestartDelay    Duration    `json:"restart_delay"`
+	// RedisPersistence is how Redis nodes keep data across a restart.
+	RedisPersistence string   `json:"redis_persistence"`
+	WorkMax          Duration `json:"work_max"`
+	OpTimeout        Duration `json:"op_timeout"`
+	CheckTimeout     Duration `json:"check_timeout"`
 	// CheckLease makes clients skip the write when they already know their
 	// lease is lost.
 	CheckLease bool `json:"check_lease"`
@@ -115,8 +123,26 @@ func (c *Config) Validate() error {
 	if c.NemesisInterval.D() <= 0 {
 		return bad("--nemesis-interval must be positive, got %s", c.NemesisInterval.D())
 	}
-	if c.PauseDuration.D() <= 0 {
-		return bad("--pause-duration must be positive, got %s", c.PauseDuration.D())
+	if c.PauseTarget == "" {
+		c.PauseTarget = "holder"
+	}
+	if !contains(PauseTargets, c.PauseTarget) {
+		return bad("unknown --pause-target %q (want one of %s)", c.PauseTarget, strings.Join(PauseTargets, ", "))
+	}
+	if c.RedisPersistence == "" {
+		c.RedisPersistence = "none"
+	}
+	if !contains(Persistences, c.RedisPersistence) {
+		return bad("unknown --redis-persistence %q (want one of %s)", c.RedisPersistence, strings.Join(Persistences, ", "))
+	}
+	if c.RestartDelay.D() < 0 {
+		return bad("--restart-delay must not be negative, got %s", c.RestartDelay.D())
+	}
+	if c.Has("failover") && c.Backend != "redis-sentinel" {
+		return bad("the failover fault needs Sentinel: use --backend redis-sentinel")
+	}
+	if c.FaultDuration.D() <= 0 {
+		return bad("--fault-duration must be positive, got %s", c.FaultDuration.D())
 	}
 	if c.WorkMax.D() < 0 {
 		return bad("--work-max must not be negative, got %s", c.WorkMax.D())
@@ -140,6 +166,9 @@ func (c *Config) TestName() string {
 
 // Faulty reports whether the run injects faults.
 func (c *Config) Faulty() bool { return !(len(c.Nemesis) == 1 && c.Nemesis[0] == "none") }
+
+// Has reports whether the run asks for the fault named f.
+func (c *Config) Has(f string) bool { return contains(c.Nemesis, f) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

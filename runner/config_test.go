@@ -17,7 +17,7 @@ func validConfig() Config {
 	return Config{
 		Backend: "redis", Workload: "counter", Nemesis: []string{"pause"}, Fence: "none",
 		TTL: Duration(2 * time.Second), TimeLimit: Duration(30 * time.Second), Concurrency: 5,
-		NemesisInterval: Duration(5 * time.Second), PauseDuration: Duration(4 * time.Second),
+		NemesisInterval: Duration(5 * time.Second), FaultDuration: Duration(4 * time.Second),
 		WorkMax: Duration(200 * time.Millisecond), OpTimeout: Duration(time.Second), CheckTimeout: Duration(time.Minute),
 	}
 }
@@ -38,7 +38,7 @@ func TestValidate(t *testing.T) {
 		"no clients":        {func(c *Config) { c.Concurrency = 0 }, "--concurrency"},
 		"too many clients":  {func(c *Config) { c.Concurrency = 1000 }, "--concurrency"},
 		"zero interval":     {func(c *Config) { c.NemesisInterval = 0 }, "--nemesis-interval"},
-		"zero pause":        {func(c *Config) { c.PauseDuration = 0 }, "--pause-duration"},
+		"zero fault":        {func(c *Config) { c.FaultDuration = 0 }, "--fault-duration"},
 		"negative work":     {func(c *Config) { c.WorkMax = Duration(-1) }, "--work-max"},
 		"zero op timeout":   {func(c *Config) { c.OpTimeout = 0 }, "--op-timeout"},
 		"zero check budget": {func(c *Config) { c.CheckTimeout = 0 }, "--check-timeout"},

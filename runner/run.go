@@ -178,7 +178,7 @@ func (r *run) up(ctx context.Context, test *Test) error {
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	services := b.services(&r.cfg)
+	services := r.fitForFaults(b.services(&r.cfg))
 	if err := r.start(ctx, services); err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	var clients []clusters.Node
 	for i := 1; i <= r.cfg.Concurrency; i++ {
 		name := fmt.Sprintf("c%d", i)
-		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64())})
+		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64()), Caps: r.caps()})
 		r.clients = append(r.clients, name)
 	}
 	// Started together, so that no client has the lock to itself for the
@@ -275,15 +275,13 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		}()
 	}
 
-	if r.cfg.Faulty() {
-		r.faults = []nemesis.Fault{&nemesis.PauseHolder{Nodes: r.cluster, Holders: r.holders}}
-	}
+	r.faults = r.buildFaults(ctx)
 	r.status.start()
 	limit, cancel := context.WithTimeout(ctx, r.cfg.TimeLimit.D())
 	defer cancel()
 	nemDone := make(chan error, 1)
 	go func() {
-		sched := nemesis.Schedule{Interval: r.cfg.NemesisInterval.D(), Duration: r.cfg.PauseDuration.D()}
+		sched := nemesis.Schedule{Interval: r.cfg.NemesisInterval.D(), Duration: r.cfg.FaultDuration.D()}
 		nemDone <- nemesis.Run(limit, sched, r.faults, rand.New(rand.NewPCG(uint64(r.cfg.Seed), 1)), r.nemesisEvent)
 	}()
 
@@ -352,8 +350,11 @@ func (r *run) nemesisEvent(e history.Event) {
 	e.Time = history.Mono() - r.epoch
 	r.record(e)
 	r.status.observe(e)
-	if e.F == history.Start && e.Type == history.Info {
-		r.status.say("  %s: %s %s", history.Seconds(e.Time), e.Fault, strings.Join(e.Targets, ","))
+	switch {
+	case e.F == history.Start && e.Type == history.Info:
+		r.status.say("  %s: %s %s %s", history.Seconds(e.Time), e.Fault, e.Shape, strings.Join(e.Targets, " | "))
+	case e.F == history.Start && e.Type == history.Fail && strings.HasPrefix(e.Error, "skipped"):
+		r.status.say("  fault %s %s", e.Fault, e.Error)
 	}
 }
 

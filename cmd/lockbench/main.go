@@ -74,6 +74,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
-		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd())
+		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd(), newClockOffsetCmd())
 	return root
 }

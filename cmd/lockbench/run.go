@@ -23,7 +23,8 @@ import (
 type testFlags struct {
 	cfg                                                         runner.Config
 	fence, method, mirror, results                              string
-	ttl, limit, interval, pauseFor, workMax, opTimeout, checkTO time.Duration
+	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
+	restartDelay                                                time.Duration
 }
 
 func (t *testFlags) add(f *pflag.FlagSet) {
@@ -34,7 +35,10 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
 	f.StringVar(&t.results, "results", "results", "root of the results tree")
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
-	f.DurationVar(&t.pauseFor, "pause-duration", 0, "how long a paused client stays frozen (default 2×ttl)")
+	f.DurationVar(&t.faultFor, "fault-duration", 0, "how long each fault lasts (default 2×ttl)")
+	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "clients the pause freezes: holder, random, all")
+	f.DurationVar(&t.restartDelay, "restart-delay", 0, "how long a killed node stays down before it is restarted")
+	f.StringVar(&t.cfg.RedisPersistence, "redis-persistence", "none", "Redis persistence: none, everysec, always (AOF)")
 	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section")
 	f.DurationVar(&t.opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
@@ -54,14 +58,15 @@ func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, e
 	if !cmd.Flags().Changed("seed") {
 		cfg.Seed = rand.Int64N(1 << 53)
 	}
-	pauseFor := t.pauseFor
-	if !cmd.Flags().Changed("pause-duration") {
-		pauseFor = 2 * t.ttl
+	faultFor := t.faultFor
+	if !cmd.Flags().Changed("fault-duration") {
+		faultFor = 2 * t.ttl
 	}
 	cfg.Fence = store.Fence(t.fence)
 	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = runner.Duration(t.ttl), runner.Duration(t.limit), runner.Duration(t.interval)
-	cfg.PauseDuration, cfg.WorkMax = runner.Duration(pauseFor), runner.Duration(t.workMax)
+	cfg.FaultDuration, cfg.WorkMax = runner.Duration(faultFor), runner.Duration(t.workMax)
 	cfg.OpTimeout, cfg.CheckTimeout = runner.Duration(t.opTimeout), runner.Duration(t.checkTO)
+	cfg.RestartDelay = runner.Duration(t.restartDelay)
 	m, err := images.ParseMethod(t.method)
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitUsage, err)
@@ -129,7 +134,7 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, cas (no lock: conditional writes), nolock (broken control)")
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
-	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause")
+	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause (clients), pause-node, partition, kill, clock, failover (redis-sentinel)")
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
 	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
 	t.add(f)

@@ -1,0 +1,122 @@
+package nemesis
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ClockFile is where a Redis node's clock shim reads its offset, and
+// ClockShim the shim itself (see images): LD_PRELOAD of it moves the wall
+// clock that Redis reads, and nothing else on the machine.
+const (
+	ClockFile = "/run/lockbench-clock"
+	ClockShim = "/usr/local/lib/lockbench-clock.so"
+)
+
+// Clock jumps (bump) or swings back and forth (strobe) the wall clock of
+// Redis nodes by twice the TTL, through the shim: a node whose clock jumps
+// ahead expires a held lock early, and another client takes it.
+type Clock struct {
+	Cluster  Cluster
+	Topology Topology
+	TTL      time.Duration
+	// Missing says why the shim is not in the image, if it is not.
+	Missing string
+
+	mu      sync.Mutex
+	moved   map[string]bool
+	stop    chan struct{}
+	strobed sync.WaitGroup
+}
+
+// Name implements Fault.
+func (c *Clock) Name() string { return "clock" }
+
+// Inapplicable implements Inapplicable.
+func (c *Clock) Inapplicable() string {
+	switch {
+	case len(c.Topology.Service) == 0:
+		return "this backend has no lock-service nodes"
+	case !c.Topology.Redis:
+		return "Go servers (etcd) read the wall clock through the vDSO, which no LD_PRELOAD reaches, and etcd leases run on the monotonic clock: no clock fault can act on them"
+	case c.Missing != "":
+		return c.Missing
+	}
+	return ""
+}
+
+// Inject implements Fault.
+func (c *Clock) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
+	targets := pick(r, c.Topology.Service, 1)
+	if r.IntN(2) == 0 && len(c.Topology.Service) > 2 {
+		targets = minority(r, c.Topology.Service)
+	}
+	jump := 2 * c.TTL
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.moved == nil {
+		c.moved = map[string]bool{}
+	}
+	for _, t := range targets {
+		c.moved[t] = true
+		if err := c.set(ctx, t, jump); err != nil {
+			return Injection{}, err
+		}
+	}
+	if r.IntN(2) == 0 {
+		return Injection{Shape: "bump +" + jump.String(), Targets: targets}, nil
+	}
+	// Strobe: the clock swings between true and ahead every 100 ms until
+	// healed, so time runs backwards half the time.
+	c.stop = make(chan struct{})
+	c.strobed.Add(1)
+	go c.strobe(targets, jump, c.stop)
+	return Injection{Shape: "strobe ±" + jump.String(), Targets: targets}, nil
+}
+
+func (c *Clock) strobe(targets []string, jump time.Duration, stop chan struct{}) {
+	defer c.strobed.Done()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	ahead := true
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		ahead = !ahead
+		off := time.Duration(0)
+		if ahead {
+			off = jump
+		}
+		for _, t := range targets {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.set(ctx, t, off)
+			cancel()
+		}
+	}
+}
+
+func (c *Clock) set(ctx context.Context, node string, off time.Duration) error {
+	_, err := c.Cluster.Exec(ctx, node, "lockbench", "clock-offset", ClockFile, strconv.FormatInt(int64(off), 10))
+	return err
+}
+
+// Heal implements Fault.
+func (c *Clock) Heal(ctx context.Context) error {
+	c.mu.Lock()
+	stop := c.stop
+	c.stop = nil
+	c.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		c.strobed.Wait()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return healEach(c.moved, func(n string) error { return c.set(ctx, n, 0) })
+}

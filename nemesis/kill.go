@@ -1,0 +1,62 @@
+package nemesis
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Kill SIGKILLs lock-service nodes and starts them again after
+// RestartDelay, as a crash and a supervisor would. A Redis without
+// persistence comes back empty: every lock it held is gone at once.
+// antirez's advice for that case is a restart delay longer than the TTL.
+type Kill struct {
+	Cluster      Cluster
+	Topology     Topology
+	RestartDelay time.Duration
+
+	mu     sync.Mutex
+	killed map[string]bool
+}
+
+// Name implements Fault.
+func (k *Kill) Name() string { return "kill" }
+
+// Inapplicable implements Inapplicable.
+func (k *Kill) Inapplicable() string {
+	if len(k.Topology.Service) == 0 {
+		return "this backend has no lock-service nodes"
+	}
+	return ""
+}
+
+// Lasts implements Lasting: a killed node stays down for the restart delay.
+func (k *Kill) Lasts(time.Duration) time.Duration { return k.RestartDelay }
+
+// Inject implements Fault.
+func (k *Kill) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
+	shape, targets, err := nodeShape(ctx, r, k.Topology)
+	if err != nil {
+		return Injection{}, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.killed == nil {
+		k.killed = map[string]bool{}
+	}
+	for _, t := range targets {
+		k.killed[t] = true
+		if err := k.Cluster.Signal(ctx, t, "SIGKILL"); err != nil {
+			return Injection{}, err
+		}
+	}
+	return Injection{Shape: shape, Targets: targets}, nil
+}
+
+// Heal implements Fault.
+func (k *Kill) Heal(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return healEach(k.killed, func(n string) error { return k.Cluster.Restart(ctx, n) })
+}
