@@ -58,6 +58,10 @@ func Grid(a Axes, base runner.Config) ([]Cell, []Skipped) {
 							skipped = append(skipped, Skipped{Cell: c, Reason: strings.TrimPrefix(err.Error(), runner.ErrUsage.Error()+": ")})
 							continue
 						}
+						if why := cfg.Inapplicable(); why != "" {
+							skipped = append(skipped, Skipped{Cell: c, Reason: why})
+							continue
+						}
 						cells = append(cells, c)
 					}
 				}

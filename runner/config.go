@@ -167,6 +167,22 @@ func (c *Config) TestName() string {
 // Faulty reports whether the run injects faults.
 func (c *Config) Faulty() bool { return !(len(c.Nemesis) == 1 && c.Nemesis[0] == "none") }
 
+// Inapplicable says why a fault asked for cannot act on the backend, if
+// one cannot: the run goes on and reports it skipped, and a matrix leaves
+// such cells out.
+func (c *Config) Inapplicable() string {
+	b := backends[c.Backend]
+	for _, f := range c.Nemesis {
+		switch {
+		case b.lockless && (f == "pause-node" || f == "kill" || f == "partition" || f == "clock"):
+			return fmt.Sprintf("%s has no lock-service nodes for %s", c.Backend, f)
+		case f == "clock" && c.Backend == "etcd":
+			return "etcd reads the wall clock through the vDSO, where no LD_PRELOAD reaches, and its leases run on the monotonic clock"
+		}
+	}
+	return ""
+}
+
 // Has reports whether the run asks for the fault named f.
 func (c *Config) Has(f string) bool { return contains(c.Nemesis, f) }
 
