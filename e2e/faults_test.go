@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+// Each test here brings up a small cluster of the node image, injects one
+// fault through the nemesis, proves from inside the cluster that it really
+// happened, heals it and proves that the heal restored the service.
+
+type holder string
+
+func (h holder) WaitHolder(context.Context) (string, error) { return string(h), nil }
+
+// faultCluster starts nodes (Redis servers and idle clients) on a private
+// network of their own and removes them when the test ends.
+func faultCluster(t *testing.T, nodes ...clusters.Node) *clusters.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts containers")
+	}
+	ctx := context.Background()
+	eng, err := clusters.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	image, err := images.Ensure(ctx, eng.Client, images.Options{Binary: binary, Method: images.Auto,
+		Mirror: "http://deb.debian.org/debian", Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := "fault" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", ""))[:min(20, len(t.Name()))]
+	c, err := clusters.New(ctx, eng, runID, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Down(context.Background()); err != nil {
+			t.Error(err)
+		}
+		assertNothingLeft(t, runID)
+	})
+	if err := c.StartAll(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Role == "redis" {
+			if _, err := c.WaitReady(ctx, n.Name, 30*time.Second, "redis-cli", "ping"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return c
+}
+
+func redisNode(name string, extra ...string) clusters.Node {
+	cmd := append([]string{"redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "",
+		"--dir", "/var/lib/redis", "--replica-announce-ip", name}, extra...)
+	return clusters.Node{Name: name, Role: "redis", Cmd: cmd, Caps: []string{"NET_ADMIN"}}
+}
+
+func idleClient(name string) clusters.Node {
+	return clusters.Node{Name: name, Role: "client", Cmd: []string{"sleep", "infinity"}, Caps: []string{"NET_ADMIN"}}
+}
+
+// redis runs redis-cli in from against node, bounded to 2 s: a timeout is
+// what a cut or frozen node looks like.
+func redis(c *clusters.Cluster, from, node string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := c.Exec(ctx, from, append([]string{"timeout", "2", "redis-cli", "-h", node}, args...)...)
+	return strings.TrimSpace(out), err
+}
+
+func eventually(t *testing.T, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s", what, within)
+}
+
+func TestFaultPartitionCutsHolderFromRedis(t *testing.T) {
+	c := faultCluster(t, redisNode("redis"), idleClient("c1"))
+	p := &nemesis.Partition{Cluster: c, Holders: holder("c1"),
+		Topology: nemesis.Topology{Service: []string{"redis"}, Clients: []string{"c1"}, Redis: true}}
+	ctx := context.Background()
+	inj, err := p.Inject(ctx, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inj.Shape != "client-holder" {
+		t.Fatalf("shape %s", inj.Shape)
+	}
+	if out, err := redis(c, "c1", "redis", "ping"); err == nil {
+		t.Fatalf("c1 still reaches the cut-off node: %q", out)
+	}
+	if err := p.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := redis(c, "c1", "redis", "ping"); err != nil || out != "PONG" {
+		t.Fatalf("after heal: %q, %v", out, err)
+	}
+	if rules, _ := c.Exec(ctx, "c1", "iptables", "-S"); strings.Contains(rules, "DROP") {
+		t.Fatalf("rules left after heal:\n%s", rules)
+	}
+}
+
+func TestFaultPauseNodeAnswersNothing(t *testing.T) {
+	c := faultCluster(t, redisNode("redis"), idleClient("c1"))
+	p := &nemesis.PauseNode{Cluster: c, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}
+	ctx := context.Background()
+	if _, err := p.Inject(ctx, rand.New(rand.NewPCG(2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := redis(c, "c1", "redis", "ping"); err == nil {
+		t.Fatalf("a paused node answered %q", out)
+	}
+	if err := p.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := redis(c, "c1", "redis", "ping"); err != nil || out != "PONG" {
+		t.Fatalf("after heal: %q, %v", out, err)
+	}
+}
+
+func TestFaultKillWithoutPersistenceForgets(t *testing.T) {
+	for _, tc := range []struct {
+		persistence []string
+		survives    bool
+	}{
+		{[]string{"--appendonly", "no"}, false},
+		{[]string{"--appendonly", "yes", "--appendfsync", "always"}, true},
+	} {
+		name := "none"
+		if tc.survives {
+			name = "always"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := faultCluster(t, redisNode("redis", tc.persistence...), idleClient("c1"))
+			k := &nemesis.Kill{Cluster: c, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}
+			if out, err := redis(c, "c1", "redis", "set", "lock", "held-by-c1"); err != nil || out != "OK" {
+				t.Fatalf("set: %q %v", out, err)
+			}
+			ctx := context.Background()
+			if _, err := k.Inject(ctx, rand.New(rand.NewPCG(3, 3))); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the killed node stops answering", 10*time.Second, func() bool {
+				_, err := redis(c, "c1", "redis", "ping")
+				return err != nil
+			})
+			if err := k.Heal(ctx); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the restarted node answers", 20*time.Second, func() bool {
+				out, err := redis(c, "c1", "redis", "ping")
+				return err == nil && out == "PONG"
+			})
+			out, _ := redis(c, "c1", "redis", "get", "lock")
+			if got := out == "held-by-c1"; got != tc.survives {
+				t.Fatalf("after restart the lock key reads %q; survives = %v, want %v", out, got, tc.survives)
+			}
+		})
+	}
+}
+
+func TestFaultClockJumpExpiresHeldKey(t *testing.T) {
+	node := redisNode("redis")
+	node.Env = []string{"LD_PRELOAD=" + nemesis.ClockShim, "LOCKBENCH_CLOCK=" + nemesis.ClockFile}
+	node.Cmd = append([]string{"sh", "-c", "head -c 8 /dev/zero > " + nemesis.ClockFile + ` && exec "$0" "$@"`}, node.Cmd...)
+	c := faultCluster(t, node, idleClient("c1"))
+	ttl := 2 * time.Second
+	clock := &nemesis.Clock{Cluster: c, TTL: ttl, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}
+	// A lock held for 10 s: far longer than the test takes, unless the
+	// node's clock jumps.
+	if out, err := redis(c, "c1", "redis", "set", "lock", "c1", "px", "10000"); err != nil || out != "OK" {
+		t.Fatalf("set: %q %v", out, err)
+	}
+	ctx := context.Background()
+	// This seed draws a bump: a strobe would swing the clock back while
+	// the test looks.
+	inj, err := clock.Inject(ctx, rand.New(rand.NewPCG(2, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(inj.Shape, "bump") {
+		t.Fatalf("shape %q, want a bump", inj.Shape)
+	}
+	// Jumped by 2×TTL = 4 s: not yet past 10 s. A second jump shows the
+	// shim adds what the file says.
+	if _, err := c.Exec(ctx, "redis", "lockbench", "clock-offset", nemesis.ClockFile, "20000000000"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := redis(c, "c1", "redis", "exists", "lock"); out != "0" {
+		t.Fatalf("a +20 s jump left the 10 s lock in place (exists = %q)", out)
+	}
+	if out, _ := redis(c, "c1", "redis", "set", "lock", "c2", "nx", "px", "10000"); out != "OK" {
+		t.Fatalf("a second client could not take the expired lock: %q", out)
+	}
+	if err := clock.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := c.Exec(ctx, "redis", "od", "-An", "-tx8", nemesis.ClockFile); err != nil || strings.Trim(off, " 0\n") != "" {
+		t.Fatalf("offset left after heal: %q %v", off, err)
+	}
+	// A key set with the clock back on time lives its full TTL again.
+	if out, _ := redis(c, "c1", "redis", "set", "probe", "x", "px", "10000"); out != "OK" {
+		t.Fatalf("set after heal: %q", out)
+	}
+	if out, _ := redis(c, "c1", "redis", "pttl", "probe"); len(out) != 4 || !strings.HasPrefix(out, "9") {
+		t.Fatalf("after heal a 10 s key has %q ms left, want about 10000", out)
+	}
+}
+
+func TestFaultFailoverPromotesReplica(t *testing.T) {
+	nodes := []clusters.Node{redisNode("r1"), redisNode("r2", "--replicaof", "r1", "6379"), redisNode("r3", "--replicaof", "r1", "6379")}
+	for _, s := range []string{"s1", "s2", "s3"} {
+		conf := strings.Join([]string{"port 26379", "sentinel resolve-hostnames yes", "sentinel announce-hostnames yes",
+			"sentinel announce-ip " + s, "sentinel monitor m r1 6379 2", "sentinel down-after-milliseconds m 1000",
+			"sentinel failover-timeout m 5000"}, "\n")
+		nodes = append(nodes, clusters.Node{Name: s, Role: "sentinel", Caps: []string{"NET_ADMIN"}, Cmd: []string{"sh", "-c",
+			"printf '%s\\n' \"$0\" > /etc/sentinel.conf && exec redis-server /etc/sentinel.conf --sentinel", conf}})
+	}
+	nodes = append(nodes, idleClient("c1"), idleClient("c2"))
+	c := faultCluster(t, nodes...)
+	primary := func(from string) string {
+		out, _ := c.Exec(context.Background(), from, "timeout", "2", "redis-cli", "-h", from, "-p", "26379", "sentinel", "get-master-addr-by-name", "m")
+		first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		return first
+	}
+	eventually(t, "the Sentinels agree on r1", 30*time.Second, func() bool { return primary("s2") == "r1" })
+	p := &nemesis.Partition{Cluster: c, Failover: true, Topology: nemesis.Topology{
+		Service: []string{"r1", "r2", "r3"}, Sentinels: []string{"s1", "s2", "s3"}, Clients: []string{"c1", "c2"}, Redis: true,
+		Leader: func(context.Context) (string, error) { return primary("s1"), nil },
+	}}
+	ctx := context.Background()
+	inj, err := p.Inject(ctx, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover: %v", inj.Targets)
+	var promoted string
+	eventually(t, "Sentinel promotes a replica", 30*time.Second, func() bool {
+		for _, s := range []string{"s1", "s2", "s3"} {
+			if p := primary(s); p == "r2" || p == "r3" {
+				promoted = p
+				return true
+			}
+		}
+		return false
+	})
+	if err := p.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the old primary rejoins as a replica of "+promoted, 30*time.Second, func() bool {
+		out, err := c.Exec(ctx, "r1", "redis-cli", "info", "replication")
+		return err == nil && strings.Contains(out, "role:slave") && strings.Contains(out, "master_host:"+promoted)
+	})
+}
