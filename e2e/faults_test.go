@@ -272,3 +272,39 @@ func TestFaultFailoverPromotesReplica(t *testing.T) {
 		return err == nil && strings.Contains(out, "role:slave") && strings.Contains(out, "master_host:"+promoted)
 	})
 }
+
+// Whole runs under the service-side faults that break an unfenced lock: a
+// clock jump or a restart without persistence on Redis, and a Sentinel
+// failover, each let a second client take a lock that is still held.
+func TestFaultRunsFindTwoHolders(t *testing.T) {
+	for _, args := range [][]string{
+		{"--backend", "redis", "--nemesis", "clock"},
+		{"--backend", "redis", "--nemesis", "kill", "--redis-persistence", "none"},
+		{"--backend", "redis-sentinel", "--nemesis", "failover"},
+	} {
+		t.Run(strings.Join(args[1:], "-"), func(t *testing.T) {
+			r := lockbench(t, nil, append([]string{"run", "--fence", "none", "--time-limit", "25s", "--seed", "41"}, args...)...)
+			defer assertNothingLeft(t, r.runID)
+			if r.exit != 1 {
+				t.Fatalf("exit %d, want 1 (invalid)", r.exit)
+			}
+			rep := readReport(t, r.dir)
+			fence := checker(t, rep, "fence")
+			if fence.Valid != "invalid" || len(fence.Anomalies) == 0 || len(fence.Anomalies[0].Clients) < 2 {
+				t.Fatalf("fence: %s %+v: want the two holders named", fence.Valid, fence.Anomalies)
+			}
+		})
+	}
+}
+
+// The clock fault cannot act on etcd: the run says so and is not valid.
+func TestFaultClockOnEtcdIsSkippedVisibly(t *testing.T) {
+	r := lockbench(t, nil, "run", "--backend", "etcd", "--nemesis", "clock", "--time-limit", "8s")
+	defer assertNothingLeft(t, r.runID)
+	if r.exit != 2 {
+		t.Fatalf("exit %d, want 2 (unknown)", r.exit)
+	}
+	if !strings.Contains(r.stdout, "fault clock skipped") || !strings.Contains(r.stdout, "vDSO") {
+		t.Errorf("the skip is not said:\n%s", r.stdout)
+	}
+}
