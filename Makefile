@@ -11,11 +11,14 @@ all: build
 build:
 	CGO_ENABLED=0 go build -o $(BIN) ./cmd/lockbench
 
-# The node image needs debootstrap when no Debian base image can be pulled.
+# Debian packages: debootstrap builds the node image's base when no
+# registry is reachable, a C compiler builds the clock shim, and Chromium
+# renders the reports in their test.
+PACKAGES := debootstrap gcc chromium
 deps:
-	@command -v debootstrap >/dev/null || { \
-	  echo "installing debootstrap (Debian package)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+	@missing=""; for p in $(PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing$$missing (Debian packages)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 images: build deps
 	$(BIN) images build
