@@ -147,16 +147,9 @@ func (c *Cluster) Pause(ctx context.Context, name string) error {
 
 // Unpause thaws a paused node; a node that is not paused is left alone.
 func (c *Cluster) Unpause(ctx context.Context, name string) error {
-	n, err := c.node(name)
-	if err != nil {
+	n, state, err := c.state(ctx, name)
+	if err != nil || !state.Paused {
 		return err
-	}
-	ins, err := c.eng.ContainerInspect(ctx, n.ID)
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", name, err)
-	}
-	if ins.State == nil || !ins.State.Paused {
-		return nil
 	}
 	if err := c.eng.ContainerUnpause(ctx, n.ID); err != nil {
 		return fmt.Errorf("unpause %s: %w", name, err)
@@ -167,21 +160,30 @@ func (c *Cluster) Unpause(ctx context.Context, name string) error {
 // Restart starts a node's stopped container again, with its command and
 // its file system as they were; a running node is left alone.
 func (c *Cluster) Restart(ctx context.Context, name string) error {
-	n, err := c.node(name)
-	if err != nil {
+	n, state, err := c.state(ctx, name)
+	if err != nil || state.Running {
 		return err
-	}
-	ins, err := c.eng.ContainerInspect(ctx, n.ID)
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", name, err)
-	}
-	if ins.State != nil && ins.State.Running {
-		return nil
 	}
 	if err := c.eng.ContainerStart(ctx, n.ID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("restart %s: %w", name, err)
 	}
 	return nil
+}
+
+// state is the node's container state as the engine sees it now.
+func (c *Cluster) state(ctx context.Context, name string) (*Node, container.State, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return nil, container.State{}, err
+	}
+	ins, err := c.eng.ContainerInspect(ctx, n.ID)
+	if err != nil {
+		return nil, container.State{}, fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if ins.State == nil {
+		return n, container.State{}, nil
+	}
+	return n, *ins.State, nil
 }
 
 // IP is the node's address on the run's network.

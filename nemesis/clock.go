@@ -57,14 +57,8 @@ func (c *Clock) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
 	jump := 2 * c.TTL
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.moved == nil {
-		c.moved = map[string]bool{}
-	}
-	for _, t := range targets {
-		c.moved[t] = true
-		if err := c.set(ctx, t, jump); err != nil {
-			return Injection{}, err
-		}
+	if err := hitEach(&c.moved, targets, func(t string) error { return c.set(ctx, t, jump) }); err != nil {
+		return Injection{}, err
 	}
 	if r.IntN(2) == 0 {
 		return Injection{Shape: "bump +" + jump.String(), Targets: targets}, nil

@@ -42,14 +42,8 @@ func (k *Kill) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.killed == nil {
-		k.killed = map[string]bool{}
-	}
-	for _, t := range targets {
-		k.killed[t] = true
-		if err := k.Cluster.Signal(ctx, t, "SIGKILL"); err != nil {
-			return Injection{}, err
-		}
+	if err := hitEach(&k.killed, targets, func(t string) error { return k.Cluster.Signal(ctx, t, "SIGKILL") }); err != nil {
+		return Injection{}, err
 	}
 	return Injection{Shape: shape, Targets: targets}, nil
 }

@@ -60,16 +60,8 @@ func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, erro
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused == nil {
-		p.paused = map[string]bool{}
-	}
-	for _, t := range targets {
-		// Marked before the signal: if the call fails half way, Heal
-		// still sends SIGCONT.
-		p.paused[t] = true
-		if err := p.Nodes.Signal(ctx, t, "SIGSTOP"); err != nil {
-			return Injection{}, err
-		}
+	if err := hitEach(&p.paused, targets, func(t string) error { return p.Nodes.Signal(ctx, t, "SIGSTOP") }); err != nil {
+		return Injection{}, err
 	}
 	return Injection{Shape: p.target(), Targets: targets}, nil
 }
@@ -86,6 +78,21 @@ func (p *PauseClient) Heal(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return healEach(p.paused, func(n string) error { return p.Nodes.Signal(ctx, n, "SIGCONT") })
+}
+
+// hitEach applies a fault to every target, marking each in set before
+// acting on it: if the call fails half way, Heal still undoes it.
+func hitEach(set *map[string]bool, targets []string, hit func(string) error) error {
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	for _, t := range targets {
+		(*set)[t] = true
+		if err := hit(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // healEach undoes a fault on every node in set, forgetting those it healed;
@@ -138,14 +145,8 @@ func (p *PauseNode) Inject(ctx context.Context, r *rand.Rand) (Injection, error)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused == nil {
-		p.paused = map[string]bool{}
-	}
-	for _, t := range targets {
-		p.paused[t] = true
-		if err := p.Cluster.Pause(ctx, t); err != nil {
-			return Injection{}, err
-		}
+	if err := hitEach(&p.paused, targets, func(t string) error { return p.Cluster.Pause(ctx, t) }); err != nil {
+		return Injection{}, err
 	}
 	return Injection{Shape: shape, Targets: targets}, nil
 }
