@@ -93,6 +93,7 @@ func (e *Etcd) Acquire(ctx context.Context) (Lease, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
 		}
+		e.dropSession(s)
 		return nil, fmt.Errorf("%w: lock: %w", ErrUnknown, err)
 	}
 	resp, err := e.cli.Get(ctx, m.Key())
@@ -143,7 +144,23 @@ func (l *etcdLease) Release(ctx context.Context) error {
 	default:
 	}
 	if err := l.m.Unlock(ctx); err != nil {
+		l.e.dropSession(l.s)
 		return fmt.Errorf("%w: release: %w", ErrUnknown, err)
 	}
 	return nil
+}
+
+// dropSession gives up a session whose lock key may still exist. A Mutex
+// on the same session would find that key and take it again with its old
+// create revision: the same fencing token for a new acquisition. A new
+// session has a new lease, so its key, and its revision, are new.
+func (e *Etcd) dropSession(s *concurrency.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL)
+	defer cancel()
+	_, _ = e.cli.Revoke(ctx, s.Lease())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session == s {
+		e.session = nil
+	}
 }
