@@ -155,6 +155,7 @@ func (l *etcdLease) Release(ctx context.Context) error {
 // create revision: the same fencing token for a new acquisition. A new
 // session has a new lease, so its key, and its revision, are new.
 func (e *Etcd) dropSession(s *concurrency.Session) {
+	s.Orphan()
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL)
 	defer cancel()
 	_, _ = e.cli.Revoke(ctx, s.Lease())
