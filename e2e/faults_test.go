@@ -243,7 +243,15 @@ func TestFaultFailoverPromotesReplica(t *testing.T) {
 		first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		return first
 	}
-	eventually(t, "the Sentinels agree on r1", 30*time.Second, func() bool { return primary("s2") == "r1" })
+	// Each Sentinel must know both replicas (from the primary's INFO, every
+	// 10 s), or it has nobody to promote.
+	knowsReplicas := func(s string) bool {
+		out, _ := c.Exec(context.Background(), s, "redis-cli", "-p", "26379", "sentinel", "master", "m")
+		return primary(s) == "r1" && strings.Contains(out, "num-slaves\n2\n") && strings.Contains(out, "num-other-sentinels\n2\n")
+	}
+	eventually(t, "the Sentinels agree on r1 and know its replicas", 40*time.Second, func() bool {
+		return knowsReplicas("s1") && knowsReplicas("s2") && knowsReplicas("s3")
+	})
 	p := &nemesis.Partition{Cluster: c, Failover: true, Topology: nemesis.Topology{
 		Service: []string{"r1", "r2", "r3"}, Sentinels: []string{"s1", "s2", "s3"}, Clients: []string{"c1", "c2"}, Redis: true,
 		Leader: func(context.Context) (string, error) { return primary("s1"), nil },

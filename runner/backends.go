@@ -60,9 +60,13 @@ var backends = map[string]backend{
 			return out
 		},
 		addrs: func(*Config) []string { return []string{"s1:26379", "s2:26379", "s3:26379"} },
-		// The primary sees both replicas and the Sentinels agree on a quorum.
+		// The primary sees both replicas, every Sentinel knows both (it
+		// learns them from the primary's INFO, every 10 s: without them it
+		// has nobody to promote) and they agree on a quorum.
 		ready: func(*Config) []string {
 			return []string{"sh", "-c", "redis-cli -h r1 info replication | grep -q connected_slaves:2 && " +
+				"for s in s1 s2 s3; do redis-cli -h $s -p 26379 sentinel master " + sentinelMaster +
+				" | grep -A1 -x num-slaves | grep -qx 2 || exit 1; done && " +
 				"redis-cli -h s1 -p 26379 sentinel ckquorum " + sentinelMaster + " | grep 'OK 3 usable'"}
 		},
 	},
