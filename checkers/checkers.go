@@ -8,6 +8,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -105,10 +106,17 @@ func newResult(name string) Result {
 // add records an anomaly, keeping only the first maxAnomalies; count is the
 // Counts key that tallies every one of them.
 func (r *Result) add(count string, a Anomaly) {
-	r.Counts[count]++
-	if len(r.Anomalies) < maxAnomalies {
+	if r.tally(count) {
 		r.Anomalies = append(r.Anomalies, a)
 	}
+}
+
+// tally counts an anomaly and reports whether it is among those kept, so
+// that a checker formats only the anomalies it keeps: a broken lock can
+// produce hundreds of thousands.
+func (r *Result) tally(count string) bool {
+	r.Counts[count]++
+	return len(r.Anomalies) < maxAnomalies
 }
 
 // zero makes counts that did not occur show up as 0 in results.json.
@@ -125,17 +133,73 @@ func plural(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// onKey reports whether a read or write op touches key; other ops are on
-// every key.
-func onKey(o history.Op, key string) bool {
-	if key == "" || (o.F != history.Read && o.F != history.Write) {
-		return true
-	}
-	return o.Call.Key == key
+// op is a history.Op by position: call and ret index the history, and are
+// equal for a lone event and for an invocation that never completed. The
+// checkers walk every operation of runs of a million events, and
+// history.Pair copies two whole events into each; pairs makes the same
+// pairing (TestPairsMatchPair holds them together) without the copies.
+type op struct {
+	call, ret int32
+	// proc numbers the op's process, from 0 in order of appearance.
+	proc int32
+	done bool
 }
 
+// pairs is history.Pair by position; it also returns how many processes
+// the ops have.
+func pairs(h []history.Event) ([]op, int) {
+	ops := make([]op, 0, len(h)/2+1)
+	procs := map[string]int32{}
+	var pending []int // per process, the index in ops of its open invocation, or -1
+	for i := range h {
+		e := &h[i]
+		if e.Process == history.Nemesis {
+			continue
+		}
+		p, ok := procs[e.Process]
+		if !ok {
+			p = int32(len(pending))
+			procs[e.Process] = p
+			pending = append(pending, -1)
+		}
+		if e.Type == history.Invoke {
+			ops = append(ops, op{call: int32(i), ret: int32(i), proc: p})
+			pending[p] = len(ops) - 1
+			continue
+		}
+		if j := pending[p]; j >= 0 && h[ops[j].call].F == e.F {
+			ops[j].ret, ops[j].done = int32(i), true
+			pending[p] = -1
+			continue
+		}
+		ops = append(ops, op{call: int32(i), ret: int32(i), proc: p, done: true})
+	}
+	return ops, len(pending)
+}
+
+func (o op) lone() bool { return o.done && o.call == o.ret }
+
+// typ is ok, fail or info; an invocation that never completed is info.
+func (o op) typ(h []history.Event) history.Type {
+	if !o.done {
+		return history.Info
+	}
+	return h[o.ret].Type
+}
+
+// onKey reports whether a read or write op (by its invocation) touches key;
+// other ops are on every key.
+func onKey(call *history.Event, key string) bool {
+	if key == "" || (call.F != history.Read && call.F != history.Write) {
+		return true
+	}
+	return call.Key == key
+}
+
+// storeOnKey returns the entries of log on key, sharing log when they all
+// are, as they are in a run with one counter.
 func storeOnKey(log []store.Entry, key string) []store.Entry {
-	if key == "" {
+	if key == "" || !slices.ContainsFunc(log, func(e store.Entry) bool { return e.Key != key }) {
 		return log
 	}
 	var out []store.Entry
@@ -147,16 +211,48 @@ func storeOnKey(log []store.Entry, key string) []store.Entry {
 	return out
 }
 
-// reqEvents maps each req to the history indexes of the events carrying it,
-// so store log entries can point back into the history.
-func reqEvents(h []history.Event) map[string][]int64 {
-	m := map[string][]int64{}
-	for _, e := range h {
-		if e.Req != "" {
-			m[e.Req] = append(m[e.Req], e.Index)
+// reqLinks points anomalies back into the history by the reqs of the
+// requests they name. Only the anomalies kept need their events, so the
+// history is searched once, at the end, for the reqs they name, rather than
+// indexed whole on every check.
+type reqLinks struct {
+	anomaly []int // into Result.Anomalies
+	reqs    [][]string
+}
+
+// link has anomaly i of the result name the events of reqs.
+func (l *reqLinks) link(i int, reqs ...string) {
+	l.anomaly = append(l.anomaly, i)
+	l.reqs = append(l.reqs, reqs)
+}
+
+// resolve sets each linked anomaly's Events to the history indexes of the
+// events carrying its reqs, sorted and without repeats.
+func (l *reqLinks) resolve(h []history.Event, as []Anomaly) {
+	if len(l.anomaly) == 0 {
+		return
+	}
+	events := map[string][]int64{}
+	for _, reqs := range l.reqs {
+		for _, req := range reqs {
+			events[req] = nil
 		}
 	}
-	return m
+	for i := range h {
+		if req := h[i].Req; req != "" {
+			if evs, ok := events[req]; ok {
+				events[req] = append(evs, h[i].Index)
+			}
+		}
+	}
+	for k, i := range l.anomaly {
+		var out []int64
+		for _, req := range l.reqs[k] {
+			out = append(out, events[req]...)
+		}
+		slices.Sort(out)
+		as[i].Events = slices.Compact(out)
+	}
 }
 
 // endOfHistory is the latest time in h: an operation whose outcome is unknown

@@ -38,6 +38,16 @@ func FuzzLostUpdates(f *testing.F) {
 	fuzzChecker(f, LostUpdates{})
 }
 
+// FuzzLinearizablePieces holds the piecewise search behind Linearizable to
+// the verdict porcupine gives on the whole history.
+func FuzzLinearizablePieces(f *testing.F) {
+	bases := addSeeds(f)
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		fc := buildCase(bases, prog)
+		samePieceVerdict(t, "the run", Sections(fc.in.History, fc.in.Key))
+	})
+}
+
 func fuzzChecker(f *testing.F, c Checker) {
 	bases := addSeeds(f)
 	f.Fuzz(func(t *testing.T, prog []byte) {

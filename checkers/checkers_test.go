@@ -321,6 +321,14 @@ func TestLinearizableTimeoutIsUnknown(t *testing.T) {
 	}
 }
 
+// The bound holds across the pieces of a long history too.
+func TestLinearizableTimeoutIsUnknownInPieces(t *testing.T) {
+	r := Linearizable{Timeout: time.Nanosecond}.Check(serialHistory(5000))
+	if r.Valid != Unknown {
+		t.Fatalf("got %s (%s), want unknown", r.Valid, r.Summary)
+	}
+}
+
 // The exported pieces are enough for someone else to draw porcupine's view.
 func TestSectionsVisualize(t *testing.T) {
 	in := load(t, "stale-fence-none")

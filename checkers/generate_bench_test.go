@@ -1,6 +1,8 @@
 package checkers
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -70,9 +72,6 @@ type simRun struct {
 	// The store's state; applies happen in time order.
 	value int64
 	set   []int64
-	// tip is the newest set a write built: the sets of a run share arrays,
-	// or a run of n sections would hold n²/2 elements.
-	tip []int64
 	// late holds stale writes on their way to the store, in time order.
 	late   []func()
 	lateAt []int64
@@ -115,7 +114,7 @@ func generateRun(spec runSpec) Input {
 	// The run stops: acquires still waiting are cancelled.
 	for _, c := range r.clients {
 		if !c.busy {
-			r.emit(c.name, history.Info, history.Acquire, end+r.between(1, simStep), history.Event{Error: "context canceled"})
+			r.emit(c.name, history.Info, history.Acquire, max(end, c.askedAt)+r.between(1, simStep), history.Event{Error: "context canceled"})
 		}
 	}
 
@@ -129,7 +128,36 @@ func generateRun(spec runSpec) Input {
 	for i := range r.log {
 		r.log[i].Seq = int64(i)
 	}
-	return Input{History: r.h, Store: r.log, Key: "x"}
+	return roundTrip(Input{History: r.h, Store: r.log, Key: "x"})
+}
+
+// roundTrip writes a run out and reads it back as a check does: decoding
+// gives every string of every event its own allocation, which the
+// checkers' memory traffic depends on, where the simulation shares them.
+func roundTrip(in Input) Input {
+	var h, l bytes.Buffer
+	for _, e := range in.History {
+		line, err := json.Marshal(e)
+		if err != nil {
+			panic(err)
+		}
+		h.Write(append(line, '\n'))
+	}
+	for _, e := range in.Store {
+		line, err := json.Marshal(e)
+		if err != nil {
+			panic(err)
+		}
+		l.Write(append(line, '\n'))
+	}
+	var err error
+	if in.History, err = history.Decode(&h); err != nil {
+		panic(err)
+	}
+	if in.Store, err = store.ReadLog(&l); err != nil {
+		panic(err)
+	}
+	return in
 }
 
 func (r *simRun) between(lo, hi int64) int64 { return lo + r.rng.Int64N(hi-lo+1) }
@@ -227,7 +255,7 @@ func (r *simRun) write(c *simClient, read store.Entry, token, t int64) (history.
 	if r.spec.set {
 		c.added++
 		element := c.id*1_000_000_000 + c.added
-		set = r.extend(read.Set, element)
+		set = append(slices.Clone(read.Set), element)
 		value = 0
 		ev.Value, ev.Set = history.Int(element), set
 	} else {
@@ -236,20 +264,6 @@ func (r *simRun) write(c *simClient, read store.Entry, token, t int64) (history.
 	r.emit(c.name, history.Invoke, history.Write, t, ev)
 	ev.Set = nil // the invocation already names the whole set
 	return ev, func(at int64) { r.apply(c, "write", req, token, at, value, set) }
-}
-
-// extend returns from plus x. Extending the newest set appends in place;
-// any other set (one a stale holder read, or one whose write never
-// landed, whose array the newest set has grown over) is copied first.
-func (r *simRun) extend(from []int64, x int64) []int64 {
-	if len(from) == len(r.tip) && (len(from) == 0 || &from[0] == &r.tip[0]) {
-		r.tip = append(from, x)
-	} else {
-		s := make([]int64, len(from), 2*len(from)+1)
-		copy(s, from)
-		r.tip = append(s, x)
-	}
-	return r.tip
 }
 
 // section runs c's critical section from its grant at t; it returns when

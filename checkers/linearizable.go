@@ -52,69 +52,75 @@ type Section struct {
 func Sections(h []history.Event, key string) []Section {
 	end := endOfHistory(h)
 	var out []Section
-	open := map[string]int{} // process -> index in out of its open section
-	closeOpen := func(p string) {
-		if i, ok := open[p]; ok {
+	ops, procs := pairs(h)
+	open := make([]int, procs) // per process, the index in out of its open section, or -1
+	for p := range open {
+		open[p] = -1
+	}
+	closeOpen := func(p int32) {
+		if i := open[p]; i >= 0 {
 			out[i].Outcome = NoWrite
-			delete(open, p)
+			open[p] = -1
 		}
 	}
-	for _, o := range history.Pair(h) {
-		if !onKey(o, key) {
+	for _, o := range ops {
+		call, ret := &h[o.call], &h[o.ret]
+		if !onKey(call, key) {
 			continue
 		}
 		switch {
-		case o.F == history.Read && !o.Lone:
-			closeOpen(o.Process)
-			if o.Type != history.OK || o.Ret.Value == nil {
+		case call.F == history.Read && !o.lone():
+			closeOpen(o.proc)
+			if o.typ(h) != history.OK || ret.Value == nil {
 				continue
 			}
 			out = append(out, Section{
-				Client: o.Process,
-				Token:  o.Call.Token,
-				Read:   *o.Ret.Value,
-				Call:   o.Call.Time,
-				Return: o.Ret.Time,
-				Events: []int64{o.Call.Index, o.Ret.Index},
+				Client: call.Process,
+				Token:  call.Token,
+				Read:   *ret.Value,
+				Call:   call.Time,
+				Return: ret.Time,
+				// Room for the write's two events.
+				Events: append(make([]int64, 0, 4), call.Index, ret.Index),
 			})
-			open[o.Process] = len(out) - 1
-		case o.F == history.Write && !o.Lone:
-			i, ok := open[o.Process]
-			if !ok {
+			open[o.proc] = len(out) - 1
+		case call.F == history.Write && !o.lone():
+			i := open[o.proc]
+			if i < 0 {
 				continue
 			}
-			delete(open, o.Process)
+			open[o.proc] = -1
 			s := &out[i]
 			s.Write = s.Read + 1
-			if o.Call.Value != nil {
-				s.Write = *o.Call.Value
+			if call.Value != nil {
+				s.Write = *call.Value
 			}
-			s.Events = append(s.Events, o.Call.Index)
-			if o.Done {
-				s.Events = append(s.Events, o.Ret.Index)
+			s.Events = append(s.Events, call.Index)
+			if o.done {
+				s.Events = append(s.Events, ret.Index)
 			}
-			switch o.Type {
+			switch o.typ(h) {
 			case history.OK:
-				s.Outcome, s.Return = WriteAccepted, o.Ret.Time
+				s.Outcome, s.Return = WriteAccepted, ret.Time
 			case history.Fail:
-				s.Outcome, s.Return = WriteRejected, o.Ret.Time
+				s.Outcome, s.Return = WriteRejected, ret.Time
 			default:
 				s.Outcome, s.Return = WriteUnknown, end
 			}
 		default:
-			if i, ok := open[o.Process]; ok && o.F == history.LeaseLost {
+			if i := open[o.proc]; i >= 0 && call.F == history.LeaseLost {
 				// The client learns of the loss concurrently with its own
 				// steps: if it had already passed its lease check, its
 				// write still follows and belongs to this section.
-				out[i].Events = append(out[i].Events, o.Call.Index)
+				out[i].Events = append(out[i].Events, call.Index)
 				continue
 			}
-			closeOpen(o.Process)
+			closeOpen(o.proc)
 		}
 	}
 	// The run ended before these sections wrote.
-	for _, i := range open {
-		out[i].Outcome = NoWrite
+	for p := range open {
+		closeOpen(int32(p))
 	}
 	assignClientIDs(out)
 	return out
@@ -169,28 +175,51 @@ func Operations(ss []Section) []porcupine.Operation {
 // each section reads the current value and, if its write took effect,
 // stores the value it computed. An unknown write may or may not have taken
 // effect, hence the nondeterminism.
-func CounterModel() porcupine.Model {
+func CounterModel() porcupine.Model { return counterModel([]int64{0}) }
+
+// counterModel is CounterModel starting from any of the values init.
+func counterModel(init []int64) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{int64(0)} },
+		Init: func() []interface{} {
+			states := make([]interface{}, len(init))
+			for i, v := range init {
+				states[i] = v
+			}
+			return states
+		},
 		Step: func(state, input, _ interface{}) []interface{} {
 			v, s := state.(int64), input.(Section)
-			if v != s.Read {
-				return nil
+			next, n := successors(v, &s)
+			out := make([]interface{}, n)
+			for i := range n {
+				out[i] = next[i]
 			}
-			switch s.Outcome {
-			case WriteAccepted:
-				return []interface{}{s.Write}
-			case WriteUnknown:
-				return []interface{}{v, s.Write}
-			default:
-				return []interface{}{v}
-			}
+			return out
 		},
 		Hash:              func(state interface{}) uint64 { return uint64(state.(int64)) },
 		DescribeOperation: func(input, _ interface{}) string { return describeSection(input.(Section)) },
 		DescribeState:     func(state interface{}) string { return strconv.FormatInt(state.(int64), 10) },
 	}
 	return nm.ToModel()
+}
+
+// successors are the values the counter may hold after s from v: none if
+// s did not read v.
+func successors(v int64, s *Section) ([2]int64, int) {
+	if v != s.Read {
+		return [2]int64{}, 0
+	}
+	switch s.Outcome {
+	case WriteAccepted:
+		return [2]int64{s.Write}, 1
+	case WriteUnknown:
+		if s.Write == v {
+			return [2]int64{v}, 1
+		}
+		return [2]int64{v, s.Write}, 2
+	default:
+		return [2]int64{v}, 1
+	}
 }
 
 func describeSection(s Section) string {
@@ -221,18 +250,16 @@ func (c Linearizable) Check(in Input) Result {
 	ss := Sections(in.History, in.Key)
 	r.Counts["sections"] = int64(len(ss))
 	zero(r.Counts, string(WriteAccepted), string(WriteRejected), string(WriteUnknown), string(NoWrite), "non_linearizable")
-	for _, s := range ss {
-		r.Counts[string(s.Outcome)]++
+	for i := range ss {
+		r.Counts[string(ss[i].Outcome)]++
 	}
-	model := CounterModel()
-	res, info := porcupine.CheckOperationsVerbose(model, Operations(ss), c.Timeout)
+	res, a := checkSections(ss, c.Timeout)
 	switch res {
 	case porcupine.Ok:
 		r.Valid = Valid
 		r.Summary = plural(int64(len(ss)), "critical section") + " linearizable"
 	case porcupine.Illegal:
 		r.Valid = Invalid
-		a := explainIllegal(ss, info, model)
 		r.add("non_linearizable", a)
 		r.Summary = fmt.Sprintf("not linearizable: no order fits all %s", plural(int64(len(ss)), "critical section"))
 	default:
@@ -245,29 +272,23 @@ func (c Linearizable) Check(in Input) Result {
 
 // explainIllegal reports where the search got stuck: the longest order of
 // sections the model accepts, the counter after it, and the sections that
-// had to come next but could not.
-func explainIllegal(ss []Section, info porcupine.LinearizationInfo, model porcupine.Model) Anomaly {
-	var longest []int
-	if parts := info.PartialLinearizations(); len(parts) > 0 {
-		for _, p := range parts[0] {
-			// Ties break on the ids so the report does not depend on map order.
-			if len(p) > len(longest) || (len(p) == len(longest) && slices.Compare(p, longest) < 0) {
-				longest = p
-			}
+// had to come next but could not. placed marks the sections of that order,
+// last is its last section (-1 if it is empty) and state the values the
+// counter may hold after it; ret is each section's return time as the
+// search saw it.
+func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []int64) Anomaly {
+	nPlaced := 0
+	for _, p := range placed {
+		if p {
+			nPlaced++
 		}
-	}
-	placed := make([]bool, len(ss))
-	state := model.Init()
-	for _, id := range longest {
-		placed[id] = true
-		_, state = model.Step(state, ss[id], nil)
 	}
 	// The next section must be one invoked before the earliest return among
 	// those not yet placed; every such section failed to fit.
 	firstReturn := int64(math.MaxInt64)
-	for i, s := range ss {
+	for i := range ss {
 		if !placed[i] {
-			firstReturn = min(firstReturn, s.Return)
+			firstReturn = min(firstReturn, ret[i])
 		}
 	}
 	var stuck []int
@@ -288,13 +309,12 @@ func explainIllegal(ss []Section, info porcupine.LinearizationInfo, model porcup
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "No order of the critical sections fits the counter; the longest that does places %d of %d. ", len(longest), len(ss))
-	if len(longest) == 0 {
+	fmt.Fprintf(&b, "No order of the critical sections fits the counter; the longest that does places %d of %d. ", nPlaced, len(ss))
+	if last < 0 {
 		b.WriteString("The counter starts at 0")
 	} else {
-		last := ss[longest[len(longest)-1]]
-		note(last)
-		fmt.Fprintf(&b, "After %s, the counter is %s", sectionStory(last), counterValues(state))
+		note(ss[last])
+		fmt.Fprintf(&b, "After %s, the counter is %s", sectionStory(ss[last]), counterValues(state))
 	}
 	b.WriteString(", and no section that could come next fits: ")
 	for k, id := range stuck {
@@ -325,14 +345,9 @@ func sectionStory(s Section) string {
 	}
 }
 
-// counterValues formats a state of CounterModel, which is the set of values
-// the counter may hold.
-func counterValues(state interface{}) string {
-	var vs []int64
-	for _, v := range state.([]interface{}) {
-		vs = append(vs, v.(int64))
-	}
-	slices.Sort(vs)
+// counterValues formats the values the counter may hold.
+func counterValues(vs []int64) string {
+	vs = slices.Sorted(slices.Values(vs))
 	parts := make([]string, len(vs))
 	for i, v := range vs {
 		parts[i] = strconv.FormatInt(v, 10)

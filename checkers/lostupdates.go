@@ -1,7 +1,9 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,41 +28,53 @@ const maxErased = 20
 func (c LostUpdates) Check(in Input) Result {
 	r := newResult(c.Name())
 	log := storeOnKey(in.Store, in.Key)
-	writes := map[string]store.Entry{} // req -> the store's entry for that write
+	writes := make(map[string]int, len(log)/2) // req -> position in log of the store's (first) entry for that write
 	var final int64
-	for _, e := range log {
+	for i := range log {
+		e := &log[i]
 		if e.Op != "write" {
 			continue
 		}
 		if _, ok := writes[e.Req]; !ok {
-			writes[e.Req] = e
+			writes[e.Req] = i
 		}
 		if e.Outcome == store.Accepted {
 			final = e.Value
 		}
 	}
 
+	h := in.History
 	var acked, unknown int64
-	ackedReq := map[string]bool{}
+	// ackedFirst marks, by the position writes gives its req, each write
+	// that was acknowledged.
+	ackedFirst := make([]bool, len(log))
 	var mismatch string
-	for _, o := range history.Pair(in.History) {
-		if o.F != history.Write || o.Lone || !onKey(o, in.Key) {
+	ops, _ := pairs(h)
+	for _, o := range ops {
+		call, ret := &h[o.call], &h[o.ret]
+		if call.F != history.Write || o.lone() || !onKey(call, in.Key) {
 			continue
 		}
-		req := o.Call.Req
-		e, inLog := writes[req]
-		switch o.Type {
+		req := call.Req
+		i, inLog := writes[req]
+		var e store.Entry
+		if inLog {
+			e = log[i]
+		}
+		switch o.typ(h) {
 		case history.OK:
 			acked++
-			ackedReq[req] = true
+			if inLog {
+				ackedFirst[i] = true
+			}
 			if mismatch == "" && (req == "" || !inLog || e.Outcome != store.Accepted) {
 				mismatch = fmt.Sprintf("write %q by %s (event %d) was acknowledged but the store log %s",
-					req, o.Process, o.Ret.Index, storeSays(e, inLog))
+					req, call.Process, ret.Index, storeSays(e, inLog))
 			}
 		case history.Fail:
 			if mismatch == "" && inLog && e.Outcome == store.Accepted {
 				mismatch = fmt.Sprintf("write %q by %s (event %d) failed but the store log has it accepted at seq %d",
-					req, o.Process, o.Ret.Index, e.Seq)
+					req, call.Process, ret.Index, e.Seq)
 			}
 		default:
 			unknown++
@@ -70,7 +84,10 @@ func (c LostUpdates) Check(in Input) Result {
 	r.Counts["unknown"] = unknown
 	r.Counts["final"] = final
 	zero(r.Counts, "lost", "clobbering_writes")
-	ackLost := clobbers(&r, log, reqEvents(in.History), ackedReq)
+	acknowledged := func(w *store.Entry) bool { return ackedFirst[writes[w.Req]] }
+	var links reqLinks
+	ackLost := clobbers(&r, log, acknowledged, &links)
+	links.resolve(h, r.Anomalies)
 
 	r.Summary = fmt.Sprintf("final value %d; %s acknowledged, %d unknown; %s overwritten",
 		final, plural(acked, "write"), unknown, plural(r.Counts["lost"], "increment"))
@@ -107,17 +124,62 @@ func storeSays(e store.Entry, inLog bool) string {
 	return fmt.Sprintf("has it %s at seq %d", e.Outcome, e.Seq)
 }
 
+// written is a log's accepted writes by value, in log order within a
+// value, for finding the writes a clobber erased.
+type written []valuePos
+
+// valuePos is a write of value at log position pos.
+type valuePos struct {
+	value int64
+	pos   int
+}
+
+// indexWrites builds written for log. Counter values mostly grow along the
+// log, so the sort has little to do.
+func indexWrites(log []store.Entry) written {
+	var w written
+	for i := range log {
+		if e := &log[i]; e.Op == "write" && e.Outcome == store.Accepted {
+			w = append(w, valuePos{e.Value, i})
+		}
+	}
+	slices.SortFunc(w, func(a, b valuePos) int {
+		return cmp.Or(cmp.Compare(a.value, b.value), cmp.Compare(a.pos, b.pos))
+	})
+	return w
+}
+
+// erased returns the accepted writes of values lo..hi at log positions
+// after from and before to, by value and then position, at most n.
+func (w written) erased(lo, hi int64, from, to, n int) []int {
+	var out []int
+	k, _ := slices.BinarySearchFunc(w, lo, func(x valuePos, v int64) int {
+		return cmp.Compare(x.value, v)
+	})
+	for k < len(w) && w[k].value <= hi && len(out) < n {
+		v := w[k].value
+		// Skip this value's writes up to from, then take those before to.
+		k += sort.Search(len(w)-k, func(j int) bool { return w[k+j].value != v || w[k+j].pos > from })
+		for ; k < len(w) && w[k].value == v && w[k].pos < to && len(out) < n; k++ {
+			out = append(out, w[k].pos)
+		}
+		k += sort.Search(len(w)-k, func(j int) bool { return w[k+j].value != v })
+	}
+	return out
+}
+
 // clobbers finds accepted writes that stored a value no greater than the one
 // they replaced: the writer computed from a read that newer writes had
 // already superseded, and those writes' increments vanished. It reports
 // whether any vanished write had been acknowledged, which is a lost update
 // whatever the final count says.
-func clobbers(r *Result, log []store.Entry, reqs map[string][]int64, acked map[string]bool) bool {
+func clobbers(r *Result, log []store.Entry, acknowledged func(*store.Entry) bool, links *reqLinks) bool {
 	lastRead := map[string]int{} // client -> log position of its last accepted read
-	byValue := map[int64][]int{} // value -> log positions of accepted writes of it, ascending
+	var byValue written          // built at the first clobber: a clean run has none
 	accepted := 0
 	ackLost := false
-	for i, e := range log {
+	for i := range log {
+		e := &log[i]
 		if e.Outcome != store.Accepted {
 			continue
 		}
@@ -130,36 +192,44 @@ func clobbers(r *Result, log []store.Entry, reqs map[string][]int64, acked map[s
 			if !ok {
 				from = -1
 			}
+			if byValue == nil {
+				byValue = indexWrites(log)
+			}
 			// The increments that vanished are the writes of value..prev
 			// since the writer's read. A value range wider than the number
 			// of writes so far cannot hold more writes, which bounds the
-			// loop even if values jump.
-			var erased []store.Entry
-			for v := e.Value; v <= e.Prev && v-e.Value < int64(accepted) && len(erased) < maxErased; v++ {
-				ps := byValue[v]
-				for k := sort.SearchInts(ps, from+1); k < len(ps) && len(erased) < maxErased; k++ {
-					erased = append(erased, log[ps[k]])
-				}
+			// search even if values jump.
+			var erased []int
+			if accepted > 0 {
+				span := min(uint64(e.Prev-e.Value), uint64(accepted-1))
+				erased = byValue.erased(e.Value, e.Value+int64(span), from, i, maxErased)
 			}
 			lost := e.Prev - e.Value + 1
 			r.Counts["lost"] += lost
+			for _, p := range erased {
+				ackLost = ackLost || acknowledged(&log[p])
+			}
+			if !r.tally("clobbering_writes") {
+				accepted++
+				continue
+			}
 			a := Anomaly{
 				Kind:      "lost-update",
-				Events:    sortedConcat(reqs[e.Req], nil),
 				StoreSeqs: []int64{e.Seq},
 				Clients:   []string{e.Client},
 				Tokens:    []int64{e.Token},
 				Time:      e.Time,
 			}
+			reqs := []string{e.Req}
 			var names []string
-			for _, w := range erased {
+			for _, p := range erased {
+				w := &log[p]
 				ack := ""
-				if acked[w.Req] {
+				if acknowledged(w) {
 					ack = ", acknowledged"
-					ackLost = true
 				}
 				names = append(names, fmt.Sprintf("%s's write of %d (token %d, seq %d%s)", w.Client, w.Value, w.Token, w.Seq, ack))
-				a.Events = sortedConcat(a.Events, reqs[w.Req])
+				reqs = append(reqs, w.Req)
 				a.StoreSeqs = append(a.StoreSeqs, w.Seq)
 				a.Clients = append(a.Clients, w.Client)
 				a.Tokens = append(a.Tokens, w.Token)
@@ -179,9 +249,9 @@ func clobbers(r *Result, log []store.Entry, reqs map[string][]int64, acked map[s
 				a.Message += ": " + strings.Join(names, ", ")
 			}
 			a.Message += "."
-			r.add("clobbering_writes", a)
+			links.link(len(r.Anomalies), reqs...)
+			r.Anomalies = append(r.Anomalies, a)
 		}
-		byValue[e.Value] = append(byValue[e.Value], i)
 		accepted++
 	}
 	return ackLost

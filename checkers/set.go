@@ -1,11 +1,10 @@
 package checkers
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -33,48 +32,48 @@ func (v SetView) Name() string { return v.Inner.Name() }
 
 // Check implements Checker.
 func (v SetView) Check(in Input) Result {
+	// A set is named by its elements in order, eight bytes each; the
+	// buffers are reused, and a key is copied only for a new set.
 	ids := map[string]int64{"": 0}
-	id := func(set []int64) *int64 {
-		k := setKey(set)
-		n, ok := ids[k]
+	var sorted []int64
+	var key []byte
+	id := func(set []int64) int64 {
+		sorted = append(sorted[:0], set...)
+		slices.Sort(sorted)
+		key = key[:0]
+		for _, x := range sorted {
+			key = binary.LittleEndian.AppendUint64(key, uint64(x))
+		}
+		n, ok := ids[string(key)]
 		if !ok {
 			n = int64(len(ids))
-			ids[k] = n
+			ids[string(key)] = n
 		}
-		return &n
+		return n
 	}
 	// The write's completion carries no set: it takes its invocation's.
-	pending := map[string][]int64{}
+	pending := map[string]int64{}
 	h := make([]history.Event, len(in.History))
 	for i, e := range in.History {
 		switch {
 		case e.F == history.Read && e.Type == history.OK:
-			e.Value = id(e.Set)
+			e.Value = history.Int(id(e.Set))
 		case e.F == history.Write && e.Type == history.Invoke:
-			pending[e.Process] = e.Set
-			e.Value = id(e.Set)
+			n := id(e.Set)
+			pending[e.Process] = n
+			e.Value = history.Int(n)
 		case e.F == history.Write:
-			e.Value = id(pending[e.Process])
+			e.Value = history.Int(pending[e.Process])
 		}
 		h[i] = e
 	}
 	log := make([]store.Entry, len(in.Store))
 	for i, e := range in.Store {
-		e.Value = *id(e.Set)
+		e.Value = id(e.Set)
 		log[i] = e
 	}
 	in.History, in.Store = h, log
 	return v.Inner.Check(in)
-}
-
-func setKey(set []int64) string {
-	s := slices.Clone(set)
-	slices.Sort(s)
-	parts := make([]string, len(s))
-	for i, x := range s {
-		parts[i] = strconv.FormatInt(x, 10)
-	}
-	return strings.Join(parts, ",")
 }
 
 // LostElements is the set workload's lost-update check: every element whose
@@ -182,20 +181,20 @@ func (c LostElements) Check(in Input) Result {
 // write that stored a set without it.
 func erasedBy(accepted []store.Entry) map[int64]store.Entry {
 	out := map[int64]store.Entry{}
-	present := map[int64]bool{}
-	for _, w := range accepted {
-		now := map[int64]bool{}
+	holder := map[int64]int{} // element -> 1 + the last write whose set holds it
+	var present []int64
+	for k, w := range accepted {
 		for _, x := range w.Set {
-			now[x] = true
+			holder[x] = k + 1
 		}
-		for x := range present {
-			if !now[x] {
+		for _, x := range present {
+			if holder[x] != k+1 {
 				if _, seen := out[x]; !seen {
 					out[x] = w
 				}
 			}
 		}
-		present = now
+		present = w.Set
 	}
 	return out
 }
