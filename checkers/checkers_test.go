@@ -463,3 +463,16 @@ func TestAllOrder(t *testing.T) {
 		t.Errorf("All() = %v, want %v", names, want)
 	}
 }
+
+// A search that would grow the heap past its budget ends as unknown with
+// the reason, not as a guess: the concurrent history makes porcupine's
+// search explode, and a 1-byte budget runs out at once.
+func TestLinearizableMemoryBudgetIsUnknown(t *testing.T) {
+	r := Linearizable{Timeout: time.Minute, MemoryBudget: 1}.Check(Input{History: concurrentHistory(40), Key: "x"})
+	if r.Valid != Unknown {
+		t.Fatalf("got %s (%s), want unknown", r.Valid, r.Summary)
+	}
+	if !strings.Contains(r.Reason, "memory budget") {
+		t.Errorf("reason = %q", r.Reason)
+	}
+}

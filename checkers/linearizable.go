@@ -175,10 +175,11 @@ func Operations(ss []Section) []porcupine.Operation {
 // each section reads the current value and, if its write took effect,
 // stores the value it computed. An unknown write may or may not have taken
 // effect, hence the nondeterminism.
-func CounterModel() porcupine.Model { return counterModel([]int64{0}) }
+func CounterModel() porcupine.Model { return counterModel([]int64{0}, nil) }
 
-// counterModel is CounterModel starting from any of the values init.
-func counterModel(init []int64) porcupine.Model {
+// counterModel is CounterModel starting from any of the values init; once
+// guard's budget runs out it admits no step, which ends the search.
+func counterModel(init []int64, guard *memoryGuard) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []interface{} {
 			states := make([]interface{}, len(init))
@@ -188,6 +189,9 @@ func counterModel(init []int64) porcupine.Model {
 			return states
 		},
 		Step: func(state, input, _ interface{}) []interface{} {
+			if guard.exceeded() {
+				return nil
+			}
 			v, s := state.(int64), input.(Section)
 			next, n := successors(v, &s)
 			out := make([]interface{}, n)
@@ -241,6 +245,9 @@ type Linearizable struct {
 	// Timeout bounds porcupine's search, which is exponential in the worst
 	// case; 0 means no bound.
 	Timeout time.Duration
+	// MemoryBudget bounds how much the search may grow the heap, in bytes;
+	// zero means DefaultMemoryBudget.
+	MemoryBudget uint64
 }
 
 func (Linearizable) Name() string { return "linearizable" }
@@ -253,7 +260,13 @@ func (c Linearizable) Check(in Input) Result {
 	for i := range ss {
 		r.Counts[string(ss[i].Outcome)]++
 	}
-	res, a := checkSections(ss, c.Timeout)
+	budget := c.MemoryBudget
+	if budget == 0 {
+		budget = DefaultMemoryBudget
+	}
+	guard := guardMemory(budget)
+	res, a := checkSections(ss, c.Timeout, guard)
+	guard.release()
 	switch res {
 	case porcupine.Ok:
 		r.Valid = Valid
@@ -262,6 +275,14 @@ func (c Linearizable) Check(in Input) Result {
 		r.Valid = Invalid
 		r.add("non_linearizable", a)
 		r.Summary = fmt.Sprintf("not linearizable: no order fits all %s", plural(int64(len(ss)), "critical section"))
+	case porcupine.Unknown:
+		if guard.exceeded() {
+			r.Valid = Unknown
+			r.Reason = fmt.Sprintf("linearizability check ran past its memory budget of %d MiB", budget>>20)
+			r.Summary = fmt.Sprintf("undecided: the search over %s ran out of memory budget", plural(int64(len(ss)), "critical section"))
+			return r
+		}
+		fallthrough
 	default:
 		r.Valid = Unknown
 		r.Reason = fmt.Sprintf("linearizability check timed out after %s", c.Timeout)

@@ -44,8 +44,8 @@ import (
 //
 // The timeout bounds the whole check: if it runs out, the verdict is
 // Unknown, as porcupine's is.
-func checkSections(ss []Section, timeout time.Duration) (porcupine.CheckResult, Anomaly) {
-	l := &linearizer{ss: ss}
+func checkSections(ss []Section, timeout time.Duration, guard *memoryGuard) (porcupine.CheckResult, Anomaly) {
+	l := &linearizer{ss: ss, guard: guard}
 	if timeout > 0 {
 		l.deadline = time.Now().Add(timeout)
 	}
@@ -109,10 +109,11 @@ type linearizer struct {
 	// an unknown write cut off at a point, that point.
 	ret      []int64
 	deadline time.Time // zero for none
+	guard    *memoryGuard
 }
 
 func (l *linearizer) expired() bool {
-	return !l.deadline.IsZero() && !time.Now().Before(l.deadline)
+	return l.guard.exceeded() || (!l.deadline.IsZero() && !time.Now().Before(l.deadline))
 }
 
 // cut orders the sections by their first entry in porcupine's timeline and
@@ -335,7 +336,12 @@ func (l *linearizer) porcupine(idx []int, init []int64) (porcupine.CheckResult, 
 		s := l.ss[i]
 		ops[k] = porcupine.Operation{ClientId: s.ClientID, Input: s, Call: s.Call, Return: l.ret[i]}
 	}
-	return porcupine.CheckOperationsVerbose(counterModel(init), ops, timeout)
+	res, info := porcupine.CheckOperationsVerbose(counterModel(init, l.guard), ops, timeout)
+	if l.guard.exceeded() {
+		// The search was starved, so its answer means nothing.
+		return porcupine.Unknown, porcupine.LinearizationInfo{}
+	}
+	return res, info
 }
 
 // explain describes an illegal piece idx, which porcupine checked from the
