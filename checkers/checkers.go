@@ -133,60 +133,6 @@ func plural(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// op is a history.Op by position: call and ret index the history, and are
-// equal for a lone event and for an invocation that never completed. The
-// checkers walk every operation of runs of a million events, and
-// history.Pair copies two whole events into each; pairs makes the same
-// pairing (TestPairsMatchPair holds them together) without the copies.
-type op struct {
-	call, ret int32
-	// proc numbers the op's process, from 0 in order of appearance.
-	proc int32
-	done bool
-}
-
-// pairs is history.Pair by position; it also returns how many processes
-// the ops have.
-func pairs(h []history.Event) ([]op, int) {
-	ops := make([]op, 0, len(h)/2+1)
-	procs := map[string]int32{}
-	var pending []int // per process, the index in ops of its open invocation, or -1
-	for i := range h {
-		e := &h[i]
-		if e.Process == history.Nemesis {
-			continue
-		}
-		p, ok := procs[e.Process]
-		if !ok {
-			p = int32(len(pending))
-			procs[e.Process] = p
-			pending = append(pending, -1)
-		}
-		if e.Type == history.Invoke {
-			ops = append(ops, op{call: int32(i), ret: int32(i), proc: p})
-			pending[p] = len(ops) - 1
-			continue
-		}
-		if j := pending[p]; j >= 0 && h[ops[j].call].F == e.F {
-			ops[j].ret, ops[j].done = int32(i), true
-			pending[p] = -1
-			continue
-		}
-		ops = append(ops, op{call: int32(i), ret: int32(i), proc: p, done: true})
-	}
-	return ops, len(pending)
-}
-
-func (o op) lone() bool { return o.done && o.call == o.ret }
-
-// typ is ok, fail or info; an invocation that never completed is info.
-func (o op) typ(h []history.Event) history.Type {
-	if !o.done {
-		return history.Info
-	}
-	return h[o.ret].Type
-}
-
 // onKey reports whether a read or write op (by its invocation) touches key;
 // other ops are on every key.
 func onKey(call *history.Event, key string) bool {

@@ -33,10 +33,10 @@ func (c Fence) Check(in Input) Result {
 	h := in.History
 	var grants []grant
 	var acquires int64
-	ops, _ := pairs(h)
+	ops, _ := history.Refs(h)
 	for _, o := range ops {
-		call, ret := &h[o.call], &h[o.ret]
-		if call.F != history.Acquire || o.lone() || o.typ(h) != history.OK {
+		call, ret := &h[o.Call], &h[o.Ret]
+		if call.F != history.Acquire || o.Lone() || o.Type(h) != history.OK {
 			continue
 		}
 		acquires++
@@ -45,7 +45,7 @@ func (c Fence) Check(in Input) Result {
 				token:  ret.Token,
 				invoke: call.Time, ok: ret.Time,
 				invokeIdx: call.Index, okIdx: ret.Index,
-				call: o.call, ret: o.ret,
+				call: o.Call, ret: o.Ret,
 			})
 		}
 	}

@@ -52,7 +52,7 @@ type Section struct {
 func Sections(h []history.Event, key string) []Section {
 	end := endOfHistory(h)
 	var out []Section
-	ops, procs := pairs(h)
+	ops, procs := history.Refs(h)
 	open := make([]int, procs) // per process, the index in out of its open section, or -1
 	for p := range open {
 		open[p] = -1
@@ -64,14 +64,14 @@ func Sections(h []history.Event, key string) []Section {
 		}
 	}
 	for _, o := range ops {
-		call, ret := &h[o.call], &h[o.ret]
+		call, ret := &h[o.Call], &h[o.Ret]
 		if !onKey(call, key) {
 			continue
 		}
 		switch {
-		case call.F == history.Read && !o.lone():
-			closeOpen(o.proc)
-			if o.typ(h) != history.OK || ret.Value == nil {
+		case call.F == history.Read && !o.Lone():
+			closeOpen(o.Proc)
+			if o.Type(h) != history.OK || ret.Value == nil {
 				continue
 			}
 			out = append(out, Section{
@@ -83,23 +83,23 @@ func Sections(h []history.Event, key string) []Section {
 				// Room for the write's two events.
 				Events: append(make([]int64, 0, 4), call.Index, ret.Index),
 			})
-			open[o.proc] = len(out) - 1
-		case call.F == history.Write && !o.lone():
-			i := open[o.proc]
+			open[o.Proc] = len(out) - 1
+		case call.F == history.Write && !o.Lone():
+			i := open[o.Proc]
 			if i < 0 {
 				continue
 			}
-			open[o.proc] = -1
+			open[o.Proc] = -1
 			s := &out[i]
 			s.Write = s.Read + 1
 			if call.Value != nil {
 				s.Write = *call.Value
 			}
 			s.Events = append(s.Events, call.Index)
-			if o.done {
+			if o.Done {
 				s.Events = append(s.Events, ret.Index)
 			}
-			switch o.typ(h) {
+			switch o.Type(h) {
 			case history.OK:
 				s.Outcome, s.Return = WriteAccepted, ret.Time
 			case history.Fail:
@@ -108,14 +108,14 @@ func Sections(h []history.Event, key string) []Section {
 				s.Outcome, s.Return = WriteUnknown, end
 			}
 		default:
-			if i := open[o.proc]; i >= 0 && call.F == history.LeaseLost {
+			if i := open[o.Proc]; i >= 0 && call.F == history.LeaseLost {
 				// The client learns of the loss concurrently with its own
 				// steps: if it had already passed its lease check, its
 				// write still follows and belongs to this section.
 				out[i].Events = append(out[i].Events, call.Index)
 				continue
 			}
-			closeOpen(o.proc)
+			closeOpen(o.Proc)
 		}
 	}
 	// The run ended before these sections wrote.

@@ -49,10 +49,10 @@ func (c LostUpdates) Check(in Input) Result {
 	// that was acknowledged.
 	ackedFirst := make([]bool, len(log))
 	var mismatch string
-	ops, _ := pairs(h)
+	ops, _ := history.Refs(h)
 	for _, o := range ops {
-		call, ret := &h[o.call], &h[o.ret]
-		if call.F != history.Write || o.lone() || !onKey(call, in.Key) {
+		call, ret := &h[o.Call], &h[o.Ret]
+		if call.F != history.Write || o.Lone() || !onKey(call, in.Key) {
 			continue
 		}
 		req := call.Req
@@ -61,7 +61,7 @@ func (c LostUpdates) Check(in Input) Result {
 		if inLog {
 			e = log[i]
 		}
-		switch o.typ(h) {
+		switch o.Type(h) {
 		case history.OK:
 			acked++
 			if inLog {

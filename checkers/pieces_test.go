@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
-
-	"github.com/lockbench/lockbench/history"
 )
 
 // wholeVerdict is porcupine's verdict on all of ss at once, which
@@ -157,45 +154,4 @@ func goldenInputs(t *testing.T) []Input {
 		out = append(out, load(t, filepath.Base(filepath.Dir(p))))
 	}
 	return out
-}
-
-func TestPairsMatchPair(t *testing.T) {
-	check := func(name string, h []history.Event) {
-		t.Helper()
-		ops, _ := pairs(h)
-		want := history.Pair(h)
-		if len(ops) != len(want) {
-			t.Fatalf("%s: %d ops, history.Pair has %d", name, len(ops), len(want))
-		}
-		for k, o := range ops {
-			got := history.Op{Process: h[o.call].Process, F: h[o.call].F, Call: h[o.call], Ret: h[o.ret],
-				Type: o.typ(h), Lone: o.lone(), Done: o.done}
-			if !reflect.DeepEqual(got, want[k]) {
-				t.Fatalf("%s: op %d is %+v, history.Pair has %+v", name, k, got, want[k])
-			}
-		}
-	}
-	bases := goldenInputs(t)
-	for k, in := range bases {
-		check(fmt.Sprintf("golden %d", k), in.History)
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 1000 {
-		prog := make([]byte, rng.IntN(64))
-		for i := range prog {
-			prog[i] = byte(rng.IntN(256))
-		}
-		check(fmt.Sprintf("program %v", prog), buildCase(bases, prog).in.History)
-	}
-	check("generated", generateRun(runSpec{events: 1e4, clients: 50, stale: true}).History)
-	// A completion for another op, and events of the nemesis in between.
-	check("odd", []history.Event{
-		{Process: "c1", Type: history.Invoke, F: history.Read},
-		{Process: history.Nemesis, Type: history.Info, F: history.Start},
-		{Process: "c1", Type: history.OK, F: history.Write},
-		{Process: "c1", Type: history.Fail, F: history.Read},
-		{Process: "c2", Type: history.Invoke, F: history.Acquire},
-		{Process: "c2", Type: history.Invoke, F: history.Release},
-		{Process: "c2", Type: history.OK, F: history.Acquire},
-	})
 }

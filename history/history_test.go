@@ -109,3 +109,28 @@ func TestPair(t *testing.T) {
 		t.Errorf("lease-lost stands alone: %+v", ops[2])
 	}
 }
+
+// A completion that does not match the open invocation stands alone, and
+// the invocation still takes its own completion later.
+func TestRefsMismatchedCompletion(t *testing.T) {
+	h := []Event{
+		{Process: "c1", Type: Invoke, F: Read},
+		{Process: Nemesis, Type: Info, F: Start},
+		{Process: "c1", Type: OK, F: Write},
+		{Process: "c1", Type: Fail, F: Read},
+		{Process: "c2", Type: Invoke, F: Acquire},
+	}
+	refs, procs := Refs(h)
+	if procs != 2 || len(refs) != 3 {
+		t.Fatalf("%d processes, refs %+v", procs, refs)
+	}
+	if refs[0].Call != 0 || refs[0].Ret != 3 || refs[0].Type(h) != Fail {
+		t.Errorf("c1's read: %+v", refs[0])
+	}
+	if !refs[1].Lone() || refs[1].Call != 2 {
+		t.Errorf("the stray write completion: %+v", refs[1])
+	}
+	if refs[2].Done || refs[2].Type(h) != Info || refs[2].Proc != 1 {
+		t.Errorf("c2's open acquire: %+v", refs[2])
+	}
+}

@@ -16,27 +16,67 @@ type Op struct {
 	Done bool
 }
 
-// Pair matches each completion to its invocation: a process has at most
-// one operation outstanding at a time. Nemesis events are left out.
-func Pair(h []Event) []Op {
-	ops := make([]Op, 0, len(h)/2+1)
-	pending := map[string]int{}
-	for _, e := range h {
+// Ref is an operation by position in its history: Call and Ret index the
+// events (equal for a lone event and for an invocation that never
+// completed), Proc numbers the process from 0 in order of appearance. The
+// checkers walk every operation of runs of a million events; a Ref copies
+// no event.
+type Ref struct {
+	Call, Ret, Proc int32
+	Done            bool
+}
+
+// Lone reports whether the operation is a lone event.
+func (r Ref) Lone() bool { return r.Done && r.Call == r.Ret }
+
+// Type is ok, fail or info; an invocation that never completed is info.
+func (r Ref) Type(h []Event) Type {
+	if !r.Done {
+		return Info
+	}
+	return h[r.Ret].Type
+}
+
+// Refs matches each completion to its invocation, by position: a process
+// has at most one operation outstanding at a time. Nemesis events are left
+// out. It also returns how many processes the operations have.
+func Refs(h []Event) ([]Ref, int) {
+	refs := make([]Ref, 0, len(h)/2+1)
+	procs := map[string]int32{}
+	var pending []int // per process, the index in refs of its open invocation, or -1
+	for i := range h {
+		e := &h[i]
 		if e.Process == Nemesis {
 			continue
 		}
+		p, ok := procs[e.Process]
+		if !ok {
+			p = int32(len(pending))
+			procs[e.Process] = p
+			pending = append(pending, -1)
+		}
 		if e.Type == Invoke {
-			// An invocation still pending at the end never completed; it stays info.
-			ops = append(ops, Op{Process: e.Process, F: e.F, Call: e, Ret: e, Type: Info})
-			pending[e.Process] = len(ops) - 1
+			refs = append(refs, Ref{Call: int32(i), Ret: int32(i), Proc: p})
+			pending[p] = len(refs) - 1
 			continue
 		}
-		if i, ok := pending[e.Process]; ok && ops[i].F == e.F {
-			ops[i].Ret, ops[i].Type, ops[i].Done = e, e.Type, true
-			delete(pending, e.Process)
+		if j := pending[p]; j >= 0 && h[refs[j].Call].F == e.F {
+			refs[j].Ret, refs[j].Done = int32(i), true
+			pending[p] = -1
 			continue
 		}
-		ops = append(ops, Op{Process: e.Process, F: e.F, Call: e, Ret: e, Type: e.Type, Lone: true, Done: true})
+		refs = append(refs, Ref{Call: int32(i), Ret: int32(i), Proc: p, Done: true})
+	}
+	return refs, len(pending)
+}
+
+// Pair is Refs with the events themselves, for readers that want them.
+func Pair(h []Event) []Op {
+	refs, _ := Refs(h)
+	ops := make([]Op, len(refs))
+	for i, r := range refs {
+		call := h[r.Call]
+		ops[i] = Op{Process: call.Process, F: call.F, Call: call, Ret: h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}
 	}
 	return ops
 }
