@@ -132,13 +132,13 @@ func Sections(h []history.Event, key string) []Section {
 func assignClientIDs(ss []Section) {
 	next := 0
 	for _, s := range ss {
-		if n, ok := clientNumber(s.Client); ok {
+		if n, ok := history.ClientNumber(s.Client); ok {
 			next = max(next, n)
 		}
 	}
 	extra := map[string]int{}
 	for i := range ss {
-		if n, ok := clientNumber(ss[i].Client); ok {
+		if n, ok := history.ClientNumber(ss[i].Client); ok {
 			ss[i].ClientID = n - 1
 			continue
 		}
@@ -150,15 +150,6 @@ func assignClientIDs(ss []Section) {
 		}
 		ss[i].ClientID = id
 	}
-}
-
-func clientNumber(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "c")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 1
 }
 
 // Operations turns sections into porcupine operations; the input of each is

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -189,6 +191,17 @@ func (e Event) validate() error {
 		return fmt.Errorf("event %d: no f", e.Index)
 	}
 	return nil
+}
+
+// ClientNumber is the number in a client's process name ("c3" is 3);
+// ok is false for any other process.
+func ClientNumber(process string) (int, bool) {
+	rest, ok := strings.CutPrefix(process, "c")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 1
 }
 
 // Seconds formats an event time for people.

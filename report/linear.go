@@ -51,7 +51,7 @@ func (an *analysis) writeLinear(w io.Writer) error {
 		for _, ll := range an.lanes[name].lost {
 			text := fmt.Sprintf("lease lost (token %d)", ll.token)
 			details := fmt.Sprintf("%s learned at %s that its lease was lost", name, history.Seconds(ll.t))
-			if n, ok := clientNumber(name); ok {
+			if n, ok := history.ClientNumber(name); ok {
 				// Sections number c3 as client 2; the annotation joins its row.
 				notes = append(notes, porcupine.Annotation{ClientId: n - 1, Start: ll.t, Description: text, Details: details, BackgroundColor: "#fecaca"})
 			} else {

@@ -287,8 +287,8 @@ func markID(idx int64) string { return "mark-" + strconv.FormatInt(idx, 10) }
 
 // compareClients orders c2 before c10.
 func compareClients(a, b string) int {
-	na, oka := clientNumber(a)
-	nb, okb := clientNumber(b)
+	na, oka := history.ClientNumber(a)
+	nb, okb := history.ClientNumber(b)
 	switch {
 	case oka && okb:
 		return cmp.Compare(na, nb)
@@ -298,15 +298,6 @@ func compareClients(a, b string) int {
 		return 1
 	}
 	return strings.Compare(a, b)
-}
-
-func clientNumber(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "c")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 1
 }
 
 func (an *analysis) buildFaults() {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,8 +86,8 @@ func newWorkerCmd() *cobra.Command {
 				defer mu.Unlock()
 				_ = enc.Encode(e)
 			}
-			if n, err := strconv.ParseInt(strings.TrimPrefix(cfg.Process, "c"), 10, 64); err == nil {
-				cfg.ID = n
+			if n, ok := history.ClientNumber(cfg.Process); ok {
+				cfg.ID = int64(n)
 			}
 			workloads.Run(stop, cfg, lock, st, emit)
 			return nil
