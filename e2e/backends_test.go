@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,15 +10,7 @@ import (
 
 func readTest(t *testing.T, dir string) runner.Test {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, runner.TestFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var test runner.Test
-	if err := json.Unmarshal(data, &test); err != nil {
-		t.Fatal(err)
-	}
-	return test
+	return readJSON[runner.Test](t, dir, runner.TestFile)
 }
 
 // Every backend keeps a fault-free run safe, on both workloads, except the

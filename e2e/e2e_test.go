@@ -115,17 +115,23 @@ func assertNothingLeft(t *testing.T, runID string) {
 	}
 }
 
-func readReport(t *testing.T, dir string) runner.Report {
+// readJSON decodes one of a run's JSON files.
+func readJSON[T any](t *testing.T, dir, file string) T {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, runner.ResultsFile))
+	var v T
+	data, err := os.ReadFile(filepath.Join(dir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep runner.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
+	if err := json.Unmarshal(data, &v); err != nil {
 		t.Fatal(err)
 	}
-	return rep
+	return v
+}
+
+func readReport(t *testing.T, dir string) runner.Report {
+	t.Helper()
+	return readJSON[runner.Report](t, dir, runner.ResultsFile)
 }
 
 func checker(t *testing.T, rep runner.Report, name string) checkers.Result {

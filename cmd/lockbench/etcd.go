@@ -30,12 +30,20 @@ func newEtcdCmd() *cobra.Command {
 	}
 }
 
-func etcdClient(endpoints string) (*clientv3.Client, error) {
+// withEtcd runs fn with a client of the cluster at endpoints and a context
+// bounded by timeout; an error of either becomes the command's.
+func withEtcd(endpoints string, timeout time.Duration, fn func(context.Context, *clientv3.Client) error) error {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 2 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
+		return fail(exitHarness, fmt.Errorf("etcd client: %w", err))
 	}
-	return cli, nil
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := fn(ctx, cli); err != nil {
+		return fail(exitHarness, err)
+	}
+	return nil
 }
 
 // newEtcdHealthCmd exits 0 once every member is listed and all of them
@@ -49,44 +57,39 @@ func newEtcdHealthCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			cli, err := etcdClient(endpoints)
-			if err != nil {
-				return fail(exitHarness, err)
-			}
-			defer cli.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			eps := strings.Split(endpoints, ",")
-			members, err := cli.MemberList(ctx)
-			if err != nil {
-				return fail(exitHarness, fmt.Errorf("member list: %w", err))
-			}
-			if !leaderOnly && len(members.Members) != len(eps) {
-				return fail(exitHarness, fmt.Errorf("%d members, want %d", len(members.Members), len(eps)))
-			}
-			var leader uint64
-			for _, ep := range eps {
-				st, err := cli.Status(ctx, ep)
+			return withEtcd(endpoints, 3*time.Second, func(ctx context.Context, cli *clientv3.Client) error {
+				eps := strings.Split(endpoints, ",")
+				members, err := cli.MemberList(ctx)
 				if err != nil {
-					return fail(exitHarness, fmt.Errorf("status of %s: %w", ep, err))
+					return fmt.Errorf("member list: %w", err)
 				}
-				if st.Leader == 0 || (leader != 0 && st.Leader != leader) {
-					return fail(exitHarness, fmt.Errorf("%s sees leader %x, others %x", ep, st.Leader, leader))
+				if !leaderOnly && len(members.Members) != len(eps) {
+					return fmt.Errorf("%d members, want %d", len(members.Members), len(eps))
 				}
-				leader = st.Leader
-			}
-			name := fmt.Sprintf("%x", leader)
-			for _, m := range members.Members {
-				if m.ID == leader {
-					name = m.Name
+				var leader uint64
+				for _, ep := range eps {
+					st, err := cli.Status(ctx, ep)
+					if err != nil {
+						return fmt.Errorf("status of %s: %w", ep, err)
+					}
+					if st.Leader == 0 || (leader != 0 && st.Leader != leader) {
+						return fmt.Errorf("%s sees leader %x, others %x", ep, st.Leader, leader)
+					}
+					leader = st.Leader
 				}
-			}
-			if leaderOnly {
-				fmt.Println(name)
+				name := fmt.Sprintf("%x", leader)
+				for _, m := range members.Members {
+					if m.ID == leader {
+						name = m.Name
+					}
+				}
+				if leaderOnly {
+					fmt.Println(name)
+					return nil
+				}
+				fmt.Printf("%d members, leader %s\n", len(eps), name)
 				return nil
-			}
-			fmt.Printf("%d members, leader %s\n", len(eps), name)
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&endpoints, "endpoints", "e1:2379,e2:2379,e3:2379", "client URLs, comma separated")
@@ -104,24 +107,19 @@ func newEtcdLogCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			cli, err := etcdClient(endpoints)
-			if err != nil {
-				return fail(exitHarness, err)
-			}
-			defer cli.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			entries, err := store.NewEtcd(cli, etcdDataPrefix, 0, nil).Log(ctx, key)
-			if err != nil {
-				return fail(exitHarness, err)
-			}
-			enc := json.NewEncoder(os.Stdout)
-			for _, e := range entries {
-				if err := enc.Encode(e); err != nil {
-					return fail(exitHarness, err)
+			return withEtcd(endpoints, 30*time.Second, func(ctx context.Context, cli *clientv3.Client) error {
+				entries, err := store.NewEtcd(cli, etcdDataPrefix, 0, nil).Log(ctx, key)
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				enc := json.NewEncoder(os.Stdout)
+				for _, e := range entries {
+					if err := enc.Encode(e); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&endpoints, "endpoints", "e1:2379,e2:2379,e3:2379", "client URLs, comma separated")
