@@ -22,7 +22,7 @@ type status struct {
 	began time.Time
 
 	mu                          sync.Mutex
-	ops, holds, faults, suspect int64
+	ops, holds, faults, superseded int64
 	maxToken                    int64
 	fault                       string
 	drawn                       bool
@@ -49,8 +49,9 @@ func (s *status) every() time.Duration {
 }
 
 // observe counts an event. A write acknowledged with a token older than one
-// already granted is a stale write the store took: the run's first sign of
-// an anomaly, before any checker has run.
+// already granted comes from a holder that has been superseded: two clients
+// held the lock. It is the run's first sign of trouble, before any checker
+// has run; whether the store lost an update by it is the checkers' call.
 func (s *status) observe(e history.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,7 +67,7 @@ func (s *status) observe(e history.Event) {
 		s.holds++
 		s.maxToken = max(s.maxToken, e.Token)
 	case e.F == history.Write && e.Type == history.OK && e.Token > 0 && e.Token < s.maxToken:
-		s.suspect++
+		s.superseded++
 	}
 }
 
@@ -93,8 +94,8 @@ func (s *status) draw() {
 	if fault == "" {
 		fault = "none"
 	}
-	line := fmt.Sprintf("  %4.0fs/%s  ops %d  holds %d  faults %d (now: %s)  stale writes so far %d",
-		time.Since(s.began).Seconds(), s.limit, s.ops, s.holds, s.faults, fault, s.suspect)
+	line := fmt.Sprintf("  %4.0fs/%s  ops %d  holds %d  faults %d (now: %s)  superseded writes %d",
+		time.Since(s.began).Seconds(), s.limit, s.ops, s.holds, s.faults, fault, s.superseded)
 	if s.tty {
 		s.clear()
 		fmt.Fprint(s.out, line)

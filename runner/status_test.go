@@ -27,7 +27,7 @@ func TestStatusCountsAndFlagsStaleWrites(t *testing.T) {
 	}
 	s.draw()
 	line := out.String()
-	for _, want := range []string{"ops 2", "holds 2", "faults 1 (now: pause c1)", "stale writes so far 1"} {
+	for _, want := range []string{"ops 2", "holds 2", "faults 1 (now: pause c1)", "superseded writes 1"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("status %q lacks %q", line, want)
 		}
