@@ -21,11 +21,11 @@ type status struct {
 	limit time.Duration
 	began time.Time
 
-	mu                          sync.Mutex
+	mu                             sync.Mutex
 	ops, holds, faults, superseded int64
-	maxToken                    int64
-	fault                       string
-	drawn                       bool
+	maxToken                       int64
+	fault                          string
+	drawn                          bool
 }
 
 func newStatus(out io.Writer, limit time.Duration) *status {
