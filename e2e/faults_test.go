@@ -181,8 +181,7 @@ func TestFaultKillWithoutPersistenceForgets(t *testing.T) {
 
 func TestFaultClockJumpExpiresHeldKey(t *testing.T) {
 	node := redisNode("redis")
-	node.Env = []string{"LD_PRELOAD=" + nemesis.ClockShim, "LOCKBENCH_CLOCK=" + nemesis.ClockFile}
-	node.Cmd = append([]string{"sh", "-c", "head -c 8 /dev/zero > " + nemesis.ClockFile + ` && exec "$0" "$@"`}, node.Cmd...)
+	node.Env, node.Cmd = nemesis.UnderClock(node.Cmd)
 	c := faultCluster(t, node, idleClient("c1"))
 	ttl := 2 * time.Second
 	clock := &nemesis.Clock{Cluster: c, TTL: ttl, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}

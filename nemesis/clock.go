@@ -16,6 +16,15 @@ const (
 	ClockShim = "/usr/local/lib/lockbench-clock.so"
 )
 
+// UnderClock returns a server's command and environment for running it
+// under the clock shim, its offset file created at zero before it starts
+// (the shim maps the file once, at start).
+func UnderClock(cmd []string) (env, wrapped []string) {
+	env = []string{"LD_PRELOAD=" + ClockShim, "LOCKBENCH_CLOCK=" + ClockFile}
+	wrapped = append([]string{"sh", "-c", "head -c 8 /dev/zero > " + ClockFile + ` && exec "$0" "$@"`}, cmd...)
+	return env, wrapped
+}
+
 // Clock jumps (bump) or swings back and forth (strobe) the wall clock of
 // Redis nodes by twice the TTL, through the shim: a node whose clock jumps
 // ahead expires a held lock early, and another client takes it.

@@ -164,9 +164,6 @@ func (c *Config) TestName() string {
 	return fmt.Sprintf("%s-%s-%s-fence-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
 }
 
-// Faulty reports whether the run injects faults.
-func (c *Config) Faulty() bool { return !(len(c.Nemesis) == 1 && c.Nemesis[0] == "none") }
-
 // Inapplicable says why a fault asked for cannot act on the backend, if
 // one cannot: the run goes on and reports it skipped, and a matrix leaves
 // such cells out.

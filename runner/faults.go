@@ -27,8 +27,8 @@ func (r *run) fitForFaults(services []service) []service {
 		n := &services[i].node
 		n.Caps = r.caps()
 		if r.cfg.Has("clock") && n.Role == "redis" {
-			n.Env = append(n.Env, "LD_PRELOAD="+nemesis.ClockShim, "LOCKBENCH_CLOCK="+nemesis.ClockFile)
-			n.Cmd = append([]string{"sh", "-c", "head -c 8 /dev/zero > " + nemesis.ClockFile + ` && exec "$0" "$@"`}, n.Cmd...)
+			env, cmd := nemesis.UnderClock(n.Cmd)
+			n.Env, n.Cmd = append(n.Env, env...), cmd
 		}
 	}
 	return services
