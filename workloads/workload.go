@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -73,9 +74,15 @@ type counter struct {
 	req  int
 	// added counts the set elements this client has tried to add.
 	added int64
+	// mu orders stamping and emitting: the lease watcher emits from its own
+	// goroutine, and a time taken outside the lock could be written after a
+	// later one, making the client's record run backwards in time.
+	mu sync.Mutex
 }
 
 func (c *counter) event(t history.Type, f string, e history.Event) history.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	e.Time = history.Mono() - c.cfg.Epoch
 	e.Process = c.cfg.Process
 	e.Type = t
