@@ -9,6 +9,7 @@ package checkers
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -36,6 +37,19 @@ type Input struct {
 	Store   []store.Entry   `json:"store"`
 	// Key is the counter's key; "" takes every key.
 	Key string `json:"key"`
+	// Name, when set, names a value for people: the set workload checks
+	// sets numbered as counter values, and its messages must show sets.
+	Name valueNamer `json:"-"`
+}
+
+// valueNamer names a counter value for people; nil writes the number.
+type valueNamer func(int64) string
+
+func (n valueNamer) of(v int64) string {
+	if n == nil {
+		return strconv.FormatInt(v, 10)
+	}
+	return n(v)
 }
 
 // Anomaly is one piece of evidence against a run.
