@@ -19,8 +19,10 @@ type ledger struct {
 	pos map[string]int
 	// writes are the history's writes on the key, in invocation order.
 	writes []writeOp
-	// byReq finds a write in writes by its req.
-	byReq map[string]int
+	// writeAt is, per log position, the write in writes that the entry
+	// carries out, -1 for none. Positions, not maps, join the records
+	// after the one lookup by req: the checkers run on millions of events.
+	writeAt []int32
 	// readsLogged: the store logs reads. The lockbench store does; a store
 	// kept in etcd logs only the writes that committed.
 	readsLogged bool
@@ -33,9 +35,13 @@ type writeOp struct {
 	req, client string
 	token       int64
 	typ         history.Type
-	// readReq is the req of the client's last read before the write: the
-	// read the written value was computed from.
-	readReq string
+	// at is the position of the write's first entry in the log, -1 if
+	// the log lacks it.
+	at int
+	// readAt is the log position of the client's last read before the
+	// write, the read the written value was computed from; -1 if the log
+	// lacks it.
+	readAt int
 	// value is the element a set write adds; unused for the counter.
 	value *int64
 	event int64 // the write's invocation, by history index
@@ -43,8 +49,10 @@ type writeOp struct {
 
 // newLedger cross-checks in's records on its key.
 func newLedger(in Input) *ledger {
-	l := &ledger{log: storeOnKey(in.Store, in.Key), byReq: map[string]int{}}
+	l := &ledger{log: storeOnKey(in.Store, in.Key)}
 	l.pos = make(map[string]int, len(l.log))
+	l.writeAt = make([]int32, len(l.log))
+	invoked := make([]bool, len(l.log))
 	for i := range l.log {
 		e := &l.log[i]
 		if j, ok := l.pos[e.Req]; ok {
@@ -53,21 +61,29 @@ func newLedger(in Input) *ledger {
 			l.pos[e.Req] = i
 		}
 		l.readsLogged = l.readsLogged || e.Op == "read"
+		l.writeAt[i] = -1
 	}
 	h := in.History
 	refs, procs := history.Refs(h)
-	lastRead := make([]string, procs)
-	invoked := map[string]bool{}
+	lastRead := make([]int, procs) // per process, the log position of its last read
+	for p := range lastRead {
+		lastRead[p] = -1
+	}
 	for _, o := range refs {
 		call, ret := &h[o.Call], &h[o.Ret]
 		if o.Lone() || !onKey(call, in.Key) || (call.F != history.Read && call.F != history.Write) {
 			continue
 		}
-		invoked[call.Req] = true
 		typ := o.Type(h)
-		e, inLog := l.entry(call.Req)
+		at, inLog := l.pos[call.Req]
+		var e store.Entry
+		if inLog {
+			e, invoked[at] = l.log[at], true
+		} else {
+			at = -1
+		}
 		if call.F == history.Read {
-			lastRead[o.Proc] = call.Req
+			lastRead[o.Proc] = at
 			if typ == history.OK && l.readsLogged {
 				switch {
 				case !inLog || e.Outcome != store.Accepted:
@@ -79,9 +95,11 @@ func newLedger(in Input) *ledger {
 			}
 			continue
 		}
-		l.byReq[call.Req] = len(l.writes)
+		if inLog {
+			l.writeAt[at] = int32(len(l.writes))
+		}
 		l.writes = append(l.writes, writeOp{req: call.Req, client: call.Process, token: call.Token, typ: typ,
-			readReq: lastRead[o.Proc], value: call.Value, event: call.Index})
+			at: at, readAt: lastRead[o.Proc], value: call.Value, event: call.Index})
 		switch {
 		case typ == history.OK && (call.Req == "" || !inLog || e.Outcome != store.Accepted):
 			l.disagree("write %q by %s (event %d) was acknowledged but the store log %s", call.Req, call.Process, ret.Index, storeSays(e, inLog))
@@ -90,21 +108,12 @@ func newLedger(in Input) *ledger {
 		}
 	}
 	for i := range l.log {
-		if e := &l.log[i]; !invoked[e.Req] {
+		if e := &l.log[i]; !invoked[i] && l.pos[e.Req] == i {
 			l.disagree("the store log has a %s (req %q by %s, seq %d) that the history never invoked", e.Op, e.Req, e.Client, e.Seq)
 			break
 		}
 	}
 	return l
-}
-
-// entry is the store's first entry for req.
-func (l *ledger) entry(req string) (store.Entry, bool) {
-	i, ok := l.pos[req]
-	if !ok {
-		return store.Entry{}, false
-	}
-	return l.log[i], true
 }
 
 // disagree keeps the first disagreement.

@@ -67,7 +67,11 @@ type readTree struct {
 func newReadTree(l *ledger) (*readTree, string) {
 	t := &readTree{log: l.log, state: make([]int, len(l.log))}
 	cur := -1
-	lastOf := map[int64]int{} // value -> the last accepted write of it
+	// value -> the last accepted write of it, for a log without reads
+	var lastOf map[int64]int
+	if !l.readsLogged {
+		lastOf = map[int64]int{}
+	}
 	val := func(k int) int64 {
 		if k < 0 {
 			return 0
@@ -86,17 +90,17 @@ func newReadTree(l *ledger) (*readTree, string) {
 			}
 			continue
 		}
-		wi, ok := l.byReq[e.Req]
-		if !ok {
+		wi := l.writeAt[i]
+		if wi < 0 {
 			return nil, fmt.Sprintf("the store log's write at seq %d (req %q) is not a write in the history", e.Seq, e.Req)
 		}
 		w := l.writes[wi]
 		var parent int
+		var ok bool
 		rp := -1
 		if l.readsLogged {
-			rp, ok = l.pos[w.readReq]
-			ok = ok && w.readReq != "" && rp < i && l.log[rp].Op == "read"
-			if !ok {
+			rp = w.readAt
+			if rp < 0 || rp >= i || l.log[rp].Op != "read" {
 				return nil, fmt.Sprintf("write %q by %s (seq %d) has no read of its own before it in the store log", e.Req, e.Client, e.Seq)
 			}
 			parent = t.state[rp]
@@ -117,7 +121,9 @@ func newReadTree(l *ledger) (*readTree, string) {
 			return nil, fmt.Sprintf("write %q by %s stored %d at seq %d, but its writer read %d", e.Req, e.Client, e.Value, e.Seq, val(parent))
 		}
 		cur = len(t.at)
-		lastOf[e.Value] = cur
+		if lastOf != nil {
+			lastOf[e.Value] = cur
+		}
 		t.at = append(t.at, i)
 		t.parent = append(t.parent, parent)
 		t.value = append(t.value, e.Value)
@@ -195,11 +201,10 @@ func (c LostUpdates) Check(in Input) Result {
 			tl.acked++
 		case history.Info:
 			tl.unknown++
-			e, inLog := l.entry(w.req)
 			switch {
-			case !inLog:
+			case w.at < 0:
 				tl.unlogged++
-			case e.Outcome == store.Accepted:
+			case l.log[w.at].Outcome == store.Accepted:
 				tl.applied++
 			}
 		}
@@ -223,8 +228,8 @@ func (c LostUpdates) Check(in Input) Result {
 		return r
 	}
 	tl.ack = func(k int) bool {
-		i, ok := l.byReq[t.entry(k).Req]
-		return ok && l.writes[i].typ == history.OK
+		i := l.writeAt[t.at[k]]
+		return i >= 0 && l.writes[i].typ == history.OK
 	}
 
 	missing := tl.acked + tl.applied - final
