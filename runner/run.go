@@ -253,6 +253,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64()), Caps: r.caps()})
 		r.clients = append(r.clients, name)
 	}
+	r.status.watch(r.clients)
 	// Started together, so that no client has the lock to itself for the
 	// first seconds.
 	if err := r.cluster.StartAll(ctx, clients); err != nil {
@@ -267,6 +268,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		go func() {
 			defer followers.Done()
 			defer logFile.Close()
+			defer recovered("follow "+name, func(err error) { followErrs <- err })
 			// The follower's context is not the run's: after Ctrl-C the
 			// clients' last events must still be read.
 			if err := r.cluster.Lines(context.Background(), name, logFile, func(line []byte) { r.clientLine(name, line, logFile) }); err != nil {
@@ -281,6 +283,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	defer cancel()
 	nemDone := make(chan error, 1)
 	go func() {
+		defer recovered("nemesis", func(err error) { nemDone <- err })
 		sched := nemesis.Schedule{Interval: r.cfg.NemesisInterval.D(), Duration: r.cfg.FaultDuration.D()}
 		nemDone <- nemesis.Run(limit, sched, r.faults, rand.New(rand.NewPCG(uint64(r.cfg.Seed), 1)), r.nemesisEvent)
 	}()
@@ -319,6 +322,15 @@ wait:
 		nemErr = *p
 	}
 	return interrupted, nemErr
+}
+
+// recovered, deferred in a run's goroutine, turns its panic into an error
+// that ends the run through the teardown, instead of killing the process
+// with faults in place and the cluster up.
+func recovered(what string, report func(error)) {
+	if p := recover(); p != nil {
+		report(fmt.Errorf("%s: internal error: %v", what, p))
+	}
 }
 
 func (r *run) workerCmd(name string, seed int64) []string {

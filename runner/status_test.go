@@ -15,19 +15,24 @@ func TestStatusCountsAndFlagsStaleWrites(t *testing.T) {
 	if s.tty || s.every() != 5*time.Second {
 		t.Fatal("a buffer is not a terminal: plain lines every 5 s expected")
 	}
+	s.watch([]string{"c1", "c2"})
 	for _, e := range []history.Event{
-		{Process: "c1", Type: history.Invoke, F: history.Acquire},
-		{Process: "c1", Type: history.OK, F: history.Acquire, Token: 33},
-		{Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: "pause", Targets: []string{"c1"}},
-		{Process: "c2", Type: history.OK, F: history.Acquire, Token: 34},
-		{Process: "c1", Type: history.Invoke, F: history.Write, Token: 33},
-		{Process: "c1", Type: history.OK, F: history.Write, Token: 33},
+		{Process: "c1", Time: 1, Type: history.Invoke, F: history.Acquire},
+		{Process: "c1", Time: 2, Type: history.OK, F: history.Acquire, Token: 33},
+		{Process: history.Nemesis, Time: 3, Type: history.Info, F: history.Start, Fault: "pause", Targets: []string{"c1"}},
+		{Process: "c2", Time: 4, Type: history.Invoke, F: history.Acquire},
+		{Process: "c2", Time: 5, Type: history.OK, F: history.Acquire, Token: 34},
+		{Process: "c2", Time: 6, Type: history.Invoke, F: history.Write, Token: 34},
+		{Process: "c2", Time: 7, Type: history.OK, F: history.Write, Token: 34},
+		{Process: "c1", Time: 8, Type: history.Invoke, F: history.Write, Token: 33},
+		{Process: "c1", Time: 9, Type: history.OK, F: history.Write, Token: 33},
+		{Process: "c2", Time: 10, Type: history.Invoke, F: history.Release},
 	} {
 		s.observe(e)
 	}
 	s.draw()
 	line := out.String()
-	for _, want := range []string{"ops 2", "holds 2", "faults 1 (now: pause c1)", "superseded writes 1"} {
+	for _, want := range []string{"ops 5", "holds 2", "faults 1 (now: pause c1)", "stale writes 1 of 2"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("status %q lacks %q", line, want)
 		}
@@ -37,5 +42,38 @@ func TestStatusCountsAndFlagsStaleWrites(t *testing.T) {
 	s.draw()
 	if !strings.Contains(out.String(), "(now: none)") {
 		t.Errorf("healed fault still shown: %q", out.String())
+	}
+}
+
+// Events arrive in each client's order, not in time order: c2's write with
+// an older token, sent before c1's newer write was acknowledged, must not
+// count as stale because c1's stream came in first; nor may a write be
+// judged before every client's record has reached its time.
+func TestStatusCountsInTimeOrder(t *testing.T) {
+	var out bytes.Buffer
+	s := newStatus(&out, 20*time.Second)
+	s.watch([]string{"c1", "c2"})
+	for _, e := range []history.Event{
+		{Process: "c1", Time: 10, Type: history.Invoke, F: history.Write, Token: 34},
+		{Process: "c1", Time: 11, Type: history.OK, F: history.Write, Token: 34},
+		{Process: "c1", Time: 20, Type: history.Invoke, F: history.Release},
+	} {
+		s.observe(e)
+	}
+	s.draw()
+	if !strings.Contains(out.String(), "stale writes 0 of 0") {
+		t.Errorf("a write was judged before c2's record reached it: %q", out.String())
+	}
+	for _, e := range []history.Event{
+		{Process: "c2", Time: 2, Type: history.Invoke, F: history.Write, Token: 33},
+		{Process: "c2", Time: 3, Type: history.OK, F: history.Write, Token: 33},
+		{Process: "c2", Time: 30, Type: history.Invoke, F: history.Release},
+	} {
+		s.observe(e)
+	}
+	out.Reset()
+	s.draw()
+	if !strings.Contains(out.String(), "stale writes 0 of 2") {
+		t.Errorf("arrival order raised an alarm: %q", out.String())
 	}
 }

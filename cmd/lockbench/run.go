@@ -78,27 +78,47 @@ func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, e
 	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout}, nil
 }
 
-// interruptible returns a context that Ctrl-C or SIGTERM ends, saying what
-// happens next; the returned func releases it.
+// stopSignals are the ways to end lockbench that can be caught: Ctrl-C,
+// kill, the terminal closing (SIGHUP), and output to a closed pipe
+// (`lockbench run | head`). Each must end the run through its teardown, so
+// none is left to its default action, which would kill the process with the
+// cluster still up. While SIGPIPE is being notified, a write to the closed
+// pipe fails with EPIPE instead of killing the process, so the output the
+// teardown still prints cannot stop it.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+
+// interruptible returns a context that any of stopSignals ends, saying
+// what happens next; the returned func releases it. Signals that come
+// while the run tears down are swallowed: a second Ctrl-C must not cut the
+// teardown short.
 func interruptible() (context.Context, func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
 	finished := make(chan struct{})
 	go func() {
 		select {
-		case <-ctx.Done():
-			// stop() also ends ctx, after finished is closed.
-			select {
-			case <-finished:
-				return
-			default:
+		case sig := <-sigs:
+			cancel()
+			// Stderr may be the closed pipe too: the message is best effort.
+			fmt.Fprintf(os.Stderr, "interrupted (%v): healing faults, saving the history, removing containers…\n", sig)
+			for {
+				select {
+				case <-sigs:
+				case <-finished:
+					return
+				}
 			}
-			fmt.Fprintln(os.Stderr, "interrupted: healing faults, saving the history, removing containers…")
 		case <-finished:
 		}
 	}()
 	return ctx, func() {
 		close(finished)
-		stop()
+		signal.Stop(sigs)
+		// What is left to print is the verdict's last lines: a closed
+		// pipe costs those, not the exit status.
+		signal.Ignore(syscall.SIGPIPE)
+		cancel()
 	}
 }
 
