@@ -8,8 +8,16 @@ GO_TEST  ?= go test -count=1 -timeout 30m
 all: build
 
 # A static binary: the same file runs on the host and inside the node image.
+# The version and revision are linked in for builds where Go stamps none
+# (-buildvcs=false, a git worktree); where Go does, its stamps win. The
+# version is the tag on HEAD, else a pseudo-version as Go would make it.
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+VERSION  := $(shell git describe --tags --exact-match 2>/dev/null || \
+              TZ=UTC git show -s --abbrev=12 --date=format-local:%Y%m%d%H%M%S --format=v0.0.0-%cd-%h HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/lockbench/lockbench/runner.linkedVersion=$(VERSION) \
+            -X github.com/lockbench/lockbench/runner.linkedRevision=$(REVISION)
 build:
-	CGO_ENABLED=0 go build -o $(BIN) ./cmd/lockbench
+	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lockbench
 
 # Debian packages: debootstrap builds the node image's base when no
 # registry is reachable, a C compiler builds the clock shim, and Chromium

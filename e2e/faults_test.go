@@ -303,15 +303,3 @@ func TestFaultRunsFindTwoHolders(t *testing.T) {
 		})
 	}
 }
-
-// The clock fault cannot act on etcd: the run says so and is not valid.
-func TestFaultClockOnEtcdIsSkippedVisibly(t *testing.T) {
-	r := lockbench(t, nil, "run", "--backend", "etcd", "--nemesis", "clock", "--time-limit", "8s")
-	defer assertNothingLeft(t, r.runID)
-	if r.exit != 2 {
-		t.Fatalf("exit %d, want 2 (unknown)", r.exit)
-	}
-	if !strings.Contains(r.stdout, "fault clock skipped") || !strings.Contains(r.stdout, "vDSO") {
-		t.Errorf("the skip is not said:\n%s", r.stdout)
-	}
-}

@@ -91,16 +91,25 @@ func TestJudge(t *testing.T) {
 }
 
 func TestGridLeavesOutRefusedCombinations(t *testing.T) {
-	base := runner.Config{TTL: runner.Duration(2 * time.Second), TimeLimit: runner.Duration(time.Second), Concurrency: 2,
+	base := runner.Config{TTL: runner.Duration(2 * time.Second), TimeLimit: runner.Duration(10 * time.Second), Concurrency: 2,
 		NemesisInterval: runner.Duration(time.Second), FaultDuration: runner.Duration(time.Second),
 		OpTimeout: runner.Duration(time.Second), CheckTimeout: runner.Duration(time.Second), Nodes: 5}
-	cells, skipped := Grid(Axes{Backends: []string{"redis", "redlock"}, Workloads: []string{"counter"},
-		Nemeses: []string{"pause"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base)
-	if len(cells) != 3 || len(skipped) != 1 {
+	cells, skipped := Grid(Axes{Backends: []string{"redis", "redlock", "cas"}, Workloads: []string{"counter"},
+		Nemeses: []string{"pause", "partition"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base)
+	// Fences: redlock and cas have no tokens (4 cells); partition: cas has
+	// no lock-service nodes (its fence-none cell, the other already gone).
+	if len(cells) != 7 || len(skipped) != 5 {
 		t.Fatalf("cells %v, skipped %v", cells, skipped)
 	}
-	if !strings.Contains(skipped[0].Reason, "no fencing tokens") || strings.HasPrefix(skipped[0].Reason, "bad arguments") {
-		t.Errorf("reason %q", skipped[0].Reason)
+	reasons := map[string]string{}
+	for _, s := range skipped {
+		reasons[s.Cell.Name()] = s.Reason
+	}
+	if r := reasons["redlock/counter/pause/fence-all"]; !strings.Contains(r, "no fencing tokens") || strings.HasPrefix(r, "bad arguments") {
+		t.Errorf("reason %q", r)
+	}
+	if r := reasons["cas/counter/partition/fence-none"]; !strings.Contains(r, "no lock-service nodes") {
+		t.Errorf("reason %q", r)
 	}
 }
 

@@ -17,16 +17,25 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
+// ResultsSchema is the version of results.json's layout; it grows when a
+// field changes meaning or goes away, so that tools reading stored runs can
+// tell which they have.
+const ResultsSchema = 1
+
 // Report is results.json: the verdict of every checker on one run.
 type Report struct {
-	Dir      string            `json:"-"`
-	Test     string            `json:"test"`
-	Seed     int64             `json:"seed"`
-	Verdict  checkers.Verdict  `json:"verdict"`
-	Checkers []checkers.Result `json:"checkers"`
-	Events   int               `json:"events"`
-	Notes    []string          `json:"notes,omitempty"`
-	Checked  time.Time         `json:"checked"`
+	Dir    string `json:"-"`
+	Schema int    `json:"schema"`
+	// Lockbench is the version of the lockbench that judged the run, which
+	// may be newer than the one that ran it (test.json's).
+	Lockbench string            `json:"lockbench"`
+	Test      string            `json:"test"`
+	Seed      int64             `json:"seed"`
+	Verdict   checkers.Verdict  `json:"verdict"`
+	Checkers  []checkers.Result `json:"checkers"`
+	Events    int               `json:"events"`
+	Notes     []string          `json:"notes,omitempty"`
+	Checked   time.Time         `json:"checked"`
 }
 
 // ErrNotARun marks a directory that holds no readable run.
@@ -42,15 +51,11 @@ func IsBadInput(err error) bool {
 // Check runs every checker on the run stored in dir and writes results.json.
 // It needs nothing but the directory's files.
 func Check(dir string, linearTimeout time.Duration) (*Report, error) {
-	var test Test
-	data, err := os.ReadFile(filepath.Join(dir, TestFile))
+	test, data, err := ReadTest(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotARun, dir, err)
+		return nil, err
 	}
-	if err := json.Unmarshal(data, &test); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotARun, filepath.Join(dir, TestFile), err)
-	}
-	rep := &Report{Dir: dir, Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
+	rep := &Report{Dir: dir, Schema: ResultsSchema, Lockbench: Version(), Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
 	events, err := history.DecodeFile(filepath.Join(dir, HistoryFile))
 	if errors.Is(err, history.ErrTruncated) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
@@ -87,6 +92,20 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 	return rep, nil
 }
 
+// ReadTest reads the test.json of the run stored in dir, and returns it
+// decoded and as it is on disk; a directory without one is ErrNotARun.
+func ReadTest(dir string) (Test, []byte, error) {
+	var test Test
+	data, err := os.ReadFile(filepath.Join(dir, TestFile))
+	if err != nil {
+		return test, nil, fmt.Errorf("%w: %s: %w", ErrNotARun, dir, err)
+	}
+	if err := json.Unmarshal(data, &test); err != nil {
+		return test, nil, fmt.Errorf("%w: %s: %w", ErrNotARun, filepath.Join(dir, TestFile), err)
+	}
+	return test, data, nil
+}
+
 // Print writes the verdict for people: one line per checker with its first
 // anomalies, then the overall verdict and where the evidence is.
 func (rep *Report) Print(w io.Writer) {
@@ -110,19 +129,38 @@ func (rep *Report) Print(w io.Writer) {
 		filepath.Join(rep.Dir, report.HTMLFile))
 }
 
-// Version is the lockbench module version and VCS revision, when known.
+// Set at link time (the Makefile's -X flags) for builds in which Go stamps
+// no VCS information: GOFLAGS=-buildvcs=false, or a git worktree, whose
+// .git is a file the go command does not recognise.
+var (
+	linkedVersion  string
+	linkedRevision string
+)
+
+// Version is the lockbench module version and VCS revision, as Go stamped
+// them into the binary or, failing that, as the build linked them in.
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			v += " " + s.Value
+	version, revision := linkedVersion, linkedRevision
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			version = v
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				revision = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				revision += "-dirty"
+			}
 		}
 	}
-	return v
+	if version == "" {
+		version = "(devel)"
+	}
+	if revision == "" {
+		revision = "unknown"
+	}
+	return version + " revision " + revision
 }
 
 // cut trims the record of a run whose harness died to the part every client's

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,12 +72,15 @@ func (c *Config) Validate() error {
 	if len(c.Nemesis) == 0 {
 		c.Nemesis = []string{"none"}
 	}
-	for _, n := range c.Nemesis {
+	for i, n := range c.Nemesis {
 		if !contains(Nemeses, n) {
 			return bad("unknown nemesis %q (want one of %s)", n, strings.Join(Nemeses, ", "))
 		}
 		if n == "none" && len(c.Nemesis) > 1 {
 			return bad("nemesis none cannot be combined with other faults")
+		}
+		if slices.Contains(c.Nemesis[:i], n) {
+			return bad("nemesis %s is asked for twice", n)
 		}
 	}
 	if _, err := store.ParseFence(string(c.Fence)); err != nil {
@@ -144,6 +148,17 @@ func (c *Config) Validate() error {
 	if c.FaultDuration.D() <= 0 {
 		return bad("--fault-duration must be positive, got %s", c.FaultDuration.D())
 	}
+	// A run that cannot show anything is refused before any container
+	// starts, by the same rules that leave cells out of a matrix.
+	if why := c.Inapplicable(); why != "" {
+		return bad("nothing for the fault to act on: %s", why)
+	}
+	if c.TTL.D() >= c.TimeLimit.D() {
+		return bad("--ttl %s must be shorter than --time-limit %s: no lease could expire, let alone be taken over, within the run", c.TTL.D(), c.TimeLimit.D())
+	}
+	if c.faulted() && c.FaultDuration.D() >= c.TimeLimit.D() {
+		return bad("--fault-duration %s must be shorter than --time-limit %s: the first fault would outlast the run", c.FaultDuration.D(), c.TimeLimit.D())
+	}
 	if c.WorkMax.D() < 0 {
 		return bad("--work-max must not be negative, got %s", c.WorkMax.D())
 	}
@@ -165,8 +180,9 @@ func (c *Config) TestName() string {
 }
 
 // Inapplicable says why a fault asked for cannot act on the backend, if
-// one cannot: the run goes on and reports it skipped, and a matrix leaves
-// such cells out.
+// one cannot. It is the one rule both `run` (which refuses such a
+// configuration) and `matrix` (which leaves such cells out, through
+// Validate) follow.
 func (c *Config) Inapplicable() string {
 	b := backends[c.Backend]
 	for _, f := range c.Nemesis {
@@ -179,6 +195,29 @@ func (c *Config) Inapplicable() string {
 	}
 	return ""
 }
+
+// Warnings say where a valid configuration is weak: legal, but unlikely to
+// show what its faults are there for.
+func (c *Config) Warnings() []string {
+	if !c.faulted() {
+		return nil
+	}
+	var w []string
+	if c.NemesisInterval.D() >= c.TimeLimit.D() {
+		w = append(w, fmt.Sprintf("--nemesis-interval %s is not shorter than --time-limit %s: the first fault comes after %s to %s, so the run may see one fault or none",
+			c.NemesisInterval.D(), c.TimeLimit.D(), c.NemesisInterval.D()/2, 3*c.NemesisInterval.D()/2))
+	}
+	for _, f := range []string{"pause", "pause-node", "partition", "failover"} {
+		if c.Has(f) && c.FaultDuration.D() < c.TTL.D() {
+			w = append(w, fmt.Sprintf("%s lasts %s, less than the %s TTL: a lease frozen or cut off for less than its TTL outlives the fault, so it can rarely if ever make two holders",
+				f, c.FaultDuration.D(), c.TTL.D()))
+		}
+	}
+	return w
+}
+
+// faulted reports whether the run asks for any fault.
+func (c *Config) faulted() bool { return !(len(c.Nemesis) == 1 && c.Nemesis[0] == "none") }
 
 // Has reports whether the run asks for the fault named f.
 func (c *Config) Has(f string) bool { return contains(c.Nemesis, f) }

@@ -42,6 +42,12 @@ func TestValidate(t *testing.T) {
 		"negative work":     {func(c *Config) { c.WorkMax = Duration(-1) }, "--work-max"},
 		"zero op timeout":   {func(c *Config) { c.OpTimeout = 0 }, "--op-timeout"},
 		"zero check budget": {func(c *Config) { c.CheckTimeout = 0 }, "--check-timeout"},
+		"fault twice":       {func(c *Config) { c.Nemesis = []string{"pause", "kill", "pause"} }, "pause is asked for twice"},
+		"partition on cas":  {func(c *Config) { c.Backend, c.Nemesis = "cas", []string{"partition"} }, "no lock-service nodes"},
+		"kill on nolock":    {func(c *Config) { c.Backend, c.Nemesis = "nolock", []string{"kill"} }, "no lock-service nodes"},
+		"clock on etcd":     {func(c *Config) { c.Backend, c.Nemesis = "etcd", []string{"clock"} }, "vDSO"},
+		"ttl past limit":    {func(c *Config) { c.TimeLimit = Duration(2 * time.Second) }, "shorter than --time-limit"},
+		"fault past limit":  {func(c *Config) { c.TimeLimit = Duration(4 * time.Second) }, "--fault-duration 4s must be shorter"},
 	}
 	for name, c := range cases {
 		cfg := validConfig()
@@ -54,6 +60,20 @@ func TestValidate(t *testing.T) {
 	cfg := validConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
+	}
+	if w := cfg.Warnings(); len(w) != 0 {
+		t.Errorf("warnings for a sound configuration: %q", w)
+	}
+	// Without faults, a fault duration as long as the run is irrelevant.
+	calm := validConfig()
+	calm.Nemesis, calm.TimeLimit = []string{"none"}, Duration(3*time.Second)
+	if err := calm.Validate(); err != nil {
+		t.Errorf("a short run without faults refused: %v", err)
+	}
+	weak := validConfig()
+	weak.FaultDuration, weak.NemesisInterval = Duration(time.Second), Duration(time.Minute)
+	if w := weak.Warnings(); len(w) != 2 || !strings.Contains(w[0], "--nemesis-interval") || !strings.Contains(w[1], "less than the 2s TTL") {
+		t.Errorf("warnings %q", w)
 	}
 	if got := cfg.TestName(); got != "redis-counter-pause-fence-none" {
 		t.Errorf("TestName = %q", got)

@@ -54,6 +54,9 @@ type Options struct {
 	ImageMethod images.Method
 	Mirror      string
 	Out         io.Writer // progress for people
+	// Command is the command line that asked for the run, kept in
+	// test.json for people; --replay reads Config, not this.
+	Command []string
 }
 
 // Test is test.json: everything needed to understand and re-check a run.
@@ -61,6 +64,7 @@ type Test struct {
 	Name     string            `json:"name"`
 	RunID    string            `json:"run_id"`
 	Start    time.Time         `json:"start"`
+	Command  []string          `json:"command,omitempty"`
 	Config   Config            `json:"config"`
 	Image    string            `json:"image"`
 	Versions map[string]string `json:"versions"`
@@ -105,7 +109,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		return nil, fmt.Errorf("node image: %w", err)
 	}
 
-	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Config: cfg, Image: image,
+	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image,
 		Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
 	dir := filepath.Join(opts.Results, test.Name, test.Start.Format("20060102T150405.000Z"))
 	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {

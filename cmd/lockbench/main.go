@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockbench/lockbench/runner"
 )
 
 // Exit codes, as Jepsen's.
@@ -72,8 +74,9 @@ func newRoot() *cobra.Command {
 		Short:         "Fault-injection tests for distributed locks, judged from their histories",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       runner.Version(),
 	}
-	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
+	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newVersionCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
 		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd(), newClockOffsetCmd())
 	return root
 }

@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -75,7 +78,7 @@ func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, e
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
 	}
-	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout}, nil
+	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout, Command: os.Args}, nil
 }
 
 // stopSignals are the ways to end lockbench that can be caught: Ctrl-C,
@@ -122,8 +125,17 @@ func interruptible() (context.Context, func()) {
 	}
 }
 
+// replayable are the flags --replay allows: where and how to run, never
+// what to test, which comes from the replayed run's test.json.
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid"}
+
 func newRunCmd() *cobra.Command {
-	var t testFlags
+	var (
+		t            testFlags
+		replay       string
+		count        int
+		untilInvalid bool
+	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one test: bring the lock service up, inject faults, check the history",
@@ -133,22 +145,50 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if count < 1 {
+				return fail(exitUsage, fmt.Errorf("--test-count must be at least 1, got %d", count))
+			}
+			if replay != "" {
+				if cfg, err = replayConfig(cmd, replay); err != nil {
+					return err
+				}
+			}
 			if err := cfg.Validate(); err != nil {
 				return fail(exitUsage, err)
 			}
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintf(os.Stderr, "warning: %s\n", w)
+			}
 			ctx, release := interruptible()
 			defer release()
-			rep, err := runner.Run(ctx, cfg, opts)
-			if rep != nil {
-				rep.Print(os.Stdout)
+			var reps []*runner.Report
+			for i := range count {
+				run := cfg
+				// A replay repeats its seed; fresh runs each get the next.
+				if replay == "" {
+					run.Seed += int64(i)
+				}
+				if count > 1 {
+					fmt.Printf("test %d of %d (seed %d)\n", i+1, count, run.Seed)
+				}
+				rep, err := runner.Run(ctx, run, opts)
+				if rep != nil {
+					rep.Print(os.Stdout)
+					reps = append(reps, rep)
+				}
+				switch {
+				case errors.Is(err, runner.ErrUsage):
+					return fail(exitUsage, err)
+				case err != nil:
+					summarize(reps, count)
+					return fail(exitHarness, err)
+				}
+				if untilInvalid && rep.Verdict == checkers.Invalid {
+					break
+				}
 			}
-			switch {
-			case errors.Is(err, runner.ErrUsage):
-				return fail(exitUsage, err)
-			case err != nil:
-				return fail(exitHarness, err)
-			}
-			return verdictExit(rep.Verdict)
+			summarize(reps, count)
+			return verdictExit(worst(reps))
 		},
 	}
 	f := cmd.Flags()
@@ -157,8 +197,63 @@ func newRunCmd() *cobra.Command {
 	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause (clients), pause-node, partition, kill, clock, failover (redis-sentinel)")
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
 	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
+	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
+	f.IntVar(&count, "test-count", 1, "run the test this many times (fresh runs: seeds seed, seed+1, …; a replay repeats its seed), then summarize")
+	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")
 	t.add(f)
 	return cmd
+}
+
+// replayConfig is the configuration stored in dir's test.json, seed
+// included. Flags that choose what to test are refused alongside it: the
+// replay would silently not be one.
+func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
+	var clash []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !slices.Contains(replayable, f.Name) {
+			clash = append(clash, "--"+f.Name)
+		}
+	})
+	if len(clash) > 0 {
+		return runner.Config{}, fail(exitUsage, fmt.Errorf("--replay takes the test's configuration from %s; %s cannot be given with it",
+			filepath.Join(dir, runner.TestFile), strings.Join(clash, ", ")))
+	}
+	test, _, err := runner.ReadTest(dir)
+	if err != nil {
+		return runner.Config{}, fail(exitUsage, err)
+	}
+	return test.Config, nil
+}
+
+// summarize prints the verdicts of a --test-count series.
+func summarize(reps []*runner.Report, count int) {
+	if count == 1 {
+		return
+	}
+	n := map[checkers.Verdict]int{}
+	for _, r := range reps {
+		n[r.Verdict]++
+	}
+	fmt.Printf("\ntests: %d of %d run: %d valid, %d invalid, %d unknown\n", len(reps), count,
+		n[checkers.Valid], n[checkers.Invalid], len(reps)-n[checkers.Valid]-n[checkers.Invalid])
+	for i, r := range reps {
+		fmt.Printf("  %d  seed %-17d %-8s %s\n", i+1, r.Seed, r.Verdict, r.Dir)
+	}
+}
+
+// worst is the verdict of a series: invalid if any run was, else unknown
+// if any run was neither valid nor invalid, else valid.
+func worst(reps []*runner.Report) checkers.Verdict {
+	v := checkers.Valid
+	for _, r := range reps {
+		switch {
+		case r.Verdict == checkers.Invalid:
+			return checkers.Invalid
+		case r.Verdict != checkers.Valid:
+			v = checkers.Unknown
+		}
+	}
+	return v
 }
 
 func verdictExit(v checkers.Verdict) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,17 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search")
 	return cmd
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print lockbench's version and VCS revision (as stored in every run's test.json)",
+		Args:  cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			fmt.Printf("lockbench %s (%s)\n", runner.Version(), runtime.Version())
+		},
+	}
 }
 
 func newCleanCmd() *cobra.Command {
