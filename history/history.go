@@ -4,11 +4,14 @@ package history
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,6 +197,48 @@ func DecodeFile(path string) ([]Event, error) {
 	}
 	defer f.Close()
 	return Decode(f)
+}
+
+// InTimeOrder sorts a history by time and renumbers its indexes from 0, so
+// that index order is time order, as Jepsen's tools assume; it reports
+// whether anything changed. The sort is stable: each process stamps its
+// events in the order it writes them, so its own events keep their order,
+// and with it every pairing of an invocation with its completion.
+func InTimeOrder(events []Event) bool {
+	changed := !slices.IsSortedFunc(events, byTime)
+	slices.SortStableFunc(events, byTime)
+	for i := range events {
+		changed = changed || events[i].Index != int64(i)
+		events[i].Index = int64(i)
+	}
+	return changed
+}
+
+func byTime(a, b Event) int { return cmp.Compare(a.Time, b.Time) }
+
+// Rewrite replaces the history at path with events; a crash midway leaves
+// the old file whole.
+func Rewrite(path string, events []Event) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("rewrite history: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	enc := json.NewEncoder(w)
+	for _, e := range events {
+		if err := enc.Encode(e); err != nil {
+			tmp.Close()
+			return fmt.Errorf("rewrite history: %w", err)
+		}
+	}
+	if err := errors.Join(w.Flush(), tmp.Chmod(0o644), tmp.Sync(), tmp.Close()); err != nil {
+		return fmt.Errorf("rewrite history: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rewrite history: %w", err)
+	}
+	return nil
 }
 
 func (e Event) validate() error {

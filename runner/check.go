@@ -56,7 +56,7 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Dir: dir, Schema: ResultsSchema, Lockbench: Version(), Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
-	events, err := history.DecodeFile(filepath.Join(dir, HistoryFile))
+	events, err := timeOrdered(dir)
 	if errors.Is(err, history.ErrTruncated) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
 	} else if err != nil {
@@ -90,6 +90,34 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// History is the history of the run stored in dir, as Check judges it.
+func History(dir string) ([]history.Event, error) {
+	events, err := timeOrdered(dir)
+	if err != nil && !errors.Is(err, history.ErrTruncated) {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, HistoryFile), err)
+	}
+	return events, nil
+}
+
+// timeOrdered reads a run's history, refusing it unless it is well formed
+// in the order it was written (arrival order while the run went), and puts
+// it in time order. When that differs from the file, as it does for a run
+// whose harness died before its end, the file is rewritten in time order,
+// so that the indexes results.json and the reports cite are its own.
+func timeOrdered(dir string) ([]history.Event, error) {
+	path := filepath.Join(dir, HistoryFile)
+	events, err := history.DecodeFile(path)
+	if err != nil && !errors.Is(err, history.ErrTruncated) {
+		return nil, err
+	}
+	if history.InTimeOrder(events) {
+		if werr := history.Rewrite(path, events); werr != nil {
+			return nil, werr
+		}
+	}
+	return events, err
 }
 
 // ReadTest reads the test.json of the run stored in dir, and returns it

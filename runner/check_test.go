@@ -1,9 +1,16 @@
 package runner
 
 import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
 )
@@ -48,5 +55,66 @@ func TestCutIgnoresFrozenClients(t *testing.T) {
 	kept, _, _ := cut(events, nil)
 	if len(kept) != 3 {
 		t.Errorf("kept %d events, want 3 (up to c2's last at 30, ignoring frozen c1)", len(kept))
+	}
+}
+
+// A history written in arrival order (here each client's stream whole, one
+// after the other, as lagging streams can leave it) is judged as the same
+// history in time order, and rewritten in time order with index order =
+// time order.
+func TestCheckJudgesArrivalOrderInTimeOrder(t *testing.T) {
+	golden := filepath.Join("..", "checkers", "testdata", "stale-fence-none")
+	events, err := history.DecodeFile(filepath.Join(golden, HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrival := slices.Clone(events)
+	slices.SortStableFunc(arrival, func(a, b history.Event) int { return strings.Compare(a.Process, b.Process) })
+	for i := range arrival {
+		arrival[i].Index = int64(i)
+	}
+	if slices.EqualFunc(arrival, events, func(a, b history.Event) bool { return a.Time == b.Time }) {
+		t.Fatal("the golden history has one process: nothing to reorder")
+	}
+	judge := func(h []history.Event) (*Report, string) {
+		dir := t.TempDir()
+		test, err := os.ReadFile(filepath.Join("..", "report", "testdata", "valid", TestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		test = append(bytes.TrimSuffix(bytes.TrimSpace(test), []byte("}")), []byte(`,"end":"2026-01-01T00:00:00Z"}`)...)
+		logData, err := os.ReadFile(filepath.Join(golden, StoreFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(os.WriteFile(filepath.Join(dir, TestFile), test, 0o644),
+			os.WriteFile(filepath.Join(dir, StoreFile), logData, 0o644),
+			history.Rewrite(filepath.Join(dir, HistoryFile), h)); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Check(dir, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, dir
+	}
+	want, _ := judge(events)
+	got, dir := judge(arrival)
+	if got.Verdict != want.Verdict || got.Verdict != checkers.Invalid {
+		t.Errorf("arrival order judged %s, time order %s; want invalid both", got.Verdict, want.Verdict)
+	}
+	for i := range want.Checkers {
+		if g, w := got.Checkers[i], want.Checkers[i]; g.Valid != w.Valid || g.Summary != w.Summary {
+			t.Errorf("%s: %s %q in arrival order, %s %q in time order", w.Checker, g.Valid, g.Summary, w.Valid, w.Summary)
+		}
+	}
+	rewritten, err := history.DecodeFile(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range rewritten {
+		if e.Index != int64(i) || i > 0 && e.Time < rewritten[i-1].Time {
+			t.Fatalf("rewritten history out of time order at line %d: %+v", i+1, e)
+		}
 	}
 }

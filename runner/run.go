@@ -422,6 +422,11 @@ func (r *run) teardown() error {
 		}
 	}
 	errs = append(errs, r.cluster.Down(ctx), r.hist.Close())
+	// The history was written as events arrived, so that a frozen client
+	// held nothing back; it ends in time order.
+	if _, err := timeOrdered(r.dir); err != nil && !errors.Is(err, history.ErrTruncated) {
+		errs = append(errs, fmt.Errorf("history in time order: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/history"
 )
 
 // copyRun makes a run directory of a golden history and store log, with a
@@ -54,5 +58,46 @@ func TestCheckRefusesMalformedInput(t *testing.T) {
 	golden := filepath.Join("..", "..", "checkers", "testdata", "stale-fence-none")
 	if code := run([]string{"check", copyRun(t, golden)}); code != exitInvalid {
 		t.Errorf("check of a well-formed invalid run exited %d, want %d", code, exitInvalid)
+	}
+}
+
+// The export holds one EDN map for each read and write of the counter,
+// with the history's own indexes; nothing else.
+func TestExportKnossos(t *testing.T) {
+	dir := copyRun(t, filepath.Join("..", "..", "checkers", "testdata", "stale-fence-none"))
+	if code := run([]string{"export", "--format", "knossos", dir}); code != 0 {
+		t.Fatalf("export exited %d", code)
+	}
+	events, err := history.DecodeFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range events {
+		if e.F != history.Read && e.F != history.Write {
+			continue
+		}
+		value := "nil"
+		if e.F == history.Write || e.Type == history.OK {
+			value = fmt.Sprint(*e.Value)
+		}
+		p, _ := history.ClientNumber(e.Process)
+		want = append(want, fmt.Sprintf("{:type :%s, :f :%s, :value %s, :process %d, :time %d, :index %d}", e.Type, e.F, value, p, e.Time, e.Index))
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "history.edn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(want) == 0 || len(lines) != len(want)+1 || !strings.HasPrefix(lines[0], ";;") {
+		t.Fatalf("%d lines for %d reads and writes", len(lines), len(want))
+	}
+	for i, w := range want {
+		if lines[i+1] != w {
+			t.Errorf("line %d %q, want %q", i+2, lines[i+1], w)
+		}
+	}
+	if code := run([]string{"export", "--format", "elle", dir}); code != exitUsage {
+		t.Errorf("unknown format: exit %d, want %d", code, exitUsage)
 	}
 }
