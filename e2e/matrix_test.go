@@ -39,7 +39,7 @@ func readJUnit(t *testing.T, path string) junitFile {
 // must fail as the literature says, the fenced and CAS cells must hold.
 func TestMatrixMeetsDefaultExpectations(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "junit.xml")
-	r := lockbench(t, nil, "matrix", "--expectations", "../expectations.yaml", "--backends", "redis,cas",
+	r := lockbench(t, nil, "matrix", "--backends", "redis,cas",
 		"--nemeses", "none,pause", "--fences", "none,all", "--time-limit", "20s", "--seed", "31", "--junit", junit)
 	if r.exit != 0 {
 		t.Fatalf("exit %d, want 0", r.exit)

@@ -5,11 +5,19 @@
 package matrix
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 
 	"gopkg.in/yaml.v3"
 )
+
+// defaultExpectations are what the literature says of each cell, built into
+// the binary so that `matrix` works from any directory. They live here and
+// nowhere else: go:embed cannot reach a parent directory.
+//
+//go:embed expectations.yaml
+var defaultExpectations []byte
 
 // Expected verdicts of a cell.
 const (
@@ -42,11 +50,17 @@ func (r Rule) matches(c Cell) bool {
 		ok(r.Fence, c.Fence) && ok(r.Store, c.Store)
 }
 
-// LoadExpectations reads and validates an expectations file.
+// LoadExpectations reads and validates an expectations file; path "" is
+// the built-in default.
 func LoadExpectations(path string) (*Expectations, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("expectations: %w", err)
+	data := defaultExpectations
+	if path == "" {
+		path = "built-in expectations"
+	} else {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("expectations: %w", err)
+		}
 	}
 	var e Expectations
 	if err := yaml.Unmarshal(data, &e); err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 func TestDefaultExpectations(t *testing.T) {
-	exp, err := LoadExpectations("../expectations.yaml")
+	exp, err := LoadExpectations("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,9 @@ func newMatrixCmd() *cobra.Command {
 					want, why := exp.For(c)
 					fmt.Printf("  %-40s expect %-7s %s\n", c.Name(), want, why)
 				}
+				for _, s := range skipped {
+					fmt.Printf("  %-40s left out: %s\n", s.Cell.Name(), s.Reason)
+				}
 				return nil
 			}
 			dir := filepath.Join(opts.Results, "matrix", time.Now().UTC().Format("20060102T150405.000Z"))
@@ -113,7 +116,7 @@ func newMatrixCmd() *cobra.Command {
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
 	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend)")
 	f.IntVar(&runs, "runs", 1, "runs per cell")
-	f.StringVar(&expectations, "expectations", "expectations.yaml", "expectations file")
+	f.StringVar(&expectations, "expectations", "", "expectations file (default: the built-in one)")
 	f.StringVar(&junit, "junit", "", "also write JUnit XML to this file")
 	f.BoolVar(&dryRun, "dry-run", false, "list the cells and their expectations, run nothing")
 	t.add(f)
