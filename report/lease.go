@@ -153,6 +153,10 @@ func (an *analysis) measure() telemetry {
 	return t
 }
 
+// minRank is the smallest q whose nearest-rank quantile is the minimum of
+// any sample (q = 0 has no rank).
+const minRank = 1e-9
+
 // pct formats the nearest-rank quantile q of sorted ms values.
 func pct(sorted []float64, q float64) string {
 	if len(sorted) == 0 {
@@ -176,7 +180,7 @@ func (an *analysis) leaseView() (leaseView, error) {
 	v.Stats = []keyValue{
 		{"renewals", fmt.Sprintf("%d ok, %d failed (certainly not renewed), %d unknown", t.renewOK, t.renewFail, t.renewUnknown)},
 		{"renewal round trip", fmt.Sprintf("p50 %s, p99 %s", pct(t.renewLatency, 0.5), pct(t.renewLatency, 0.99))},
-		{"lease left at a renewal", fmt.Sprintf("min %s, p50 %s", pct(t.margins, 0), pct(t.margins, 0.5))},
+		{"lease left at a renewal", fmt.Sprintf("min %s, p50 %s", pct(t.margins, minRank), pct(t.margins, 0.5))},
 		{"hold time", fmt.Sprintf("p50 %s, p99 %s, max %s", pct(t.holds, 0.5), pct(t.holds, 0.99), pct(t.holds, 1))},
 	}
 	if len(t.waits) > 0 {

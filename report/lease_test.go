@@ -1,0 +1,82 @@
+package report
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// leaseRun renders one of the exclusion checker's golden histories as a
+// checked run of backend with a 2 s TTL.
+func leaseRun(t *testing.T, golden, backend string) string {
+	t.Helper()
+	dir := filepath.Join("..", "checkers", "testdata", golden)
+	h, err := history.DecodeFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := store.ReadLogFile(filepath.Join(dir, "store.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := json.Marshal(map[string]any{"name": golden, "config": map[string]any{"backend": backend, "ttl": "2s", "seed": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := checkers.Input{History: h, Store: log, Key: "x", Lease: checkers.Lease{Backend: backend, TTL: 2e9, Drift: 0.01}}
+	var rs []checkers.Result
+	for _, c := range checkers.All(0) {
+		rs = append(rs, c.Check(in))
+	}
+	out := t.TempDir()
+	if err := Write(out, Input{Test: test, History: h, Store: log, Results: rs, Verdict: checkers.Overall(rs), Key: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	return readFile(t, out, HTMLFile)
+}
+
+func TestLeaseSection(t *testing.T) {
+	page := leaseRun(t, "paused-holder", "redis")
+	overview := between(t, page, `id="ov-timeline"`, "</svg>")
+	if !strings.Contains(overview, `class="stale-belief-window"`) {
+		t.Error("the stale window is not on the overview")
+	}
+	if strings.Contains(overview, `data-client="c1/lease"`) {
+		t.Error("the lease process has a lane of its own")
+	}
+	lease := between(t, page, `<section id="lease">`, "</section>")
+	for _, want := range []string{
+		"1 ok, 1 failed (certainly not renewed), 0 unknown",
+		"lock wait", "service round trip",
+		"against a TTL of 2s", "absorbs a pause of at most",
+		"pause c1", "no progress after it",
+		"its lease was valid at least until 3.664 s and expired by 3.671 s; c2 (token 34) acquired it at 3.700 s",
+		"acquire: lock wait", "renewal round trip", "lease left when a renewal was sent",
+	} {
+		if !strings.Contains(lease, want) {
+			t.Errorf("lease section lacks %q", want)
+		}
+	}
+
+	page = leaseRun(t, "two-holders", "redis")
+	if !strings.Contains(between(t, page, `id="ov-timeline"`, "</svg>"), `class="two-holders-window"`) {
+		t.Error("the two holders are not on the overview")
+	}
+
+	// etcd's keep-alives give margins; the acquire's recorded time is the
+	// lease's proof, so the wait is not split from the round trip.
+	lease = between(t, leaseRun(t, "bound-etcd", "etcd"), `<section id="lease">`, "</section>")
+	if !strings.Contains(lease, "2 ok, 0 failed") || !strings.Contains(lease, "min 1333.0 ms") || strings.Contains(lease, "lock wait (acquire invoked") {
+		t.Errorf("etcd lease section: %s", lease)
+	}
+
+	lease = between(t, leaseRun(t, "two-holders", "cas"), `<section id="lease">`, "</section>")
+	if !strings.Contains(lease, "No lease: cas takes no lock") {
+		t.Errorf("cas lease section: %s", lease)
+	}
+}
