@@ -63,6 +63,12 @@ func TestLeaseSection(t *testing.T) {
 		}
 	}
 
+	// The story of the rejected stale write tells the window it was in.
+	story := between(t, page, `<h3 class="rejection-title">`, "</ol>")
+	if !strings.Contains(story, "its lease was valid at least until 3.664 s") {
+		t.Errorf("the rejection's story does not tell the stale window: %s", story)
+	}
+
 	page = leaseRun(t, "two-holders", "redis")
 	if !strings.Contains(between(t, page, `id="ov-timeline"`, "</svg>"), `class="two-holders-window"`) {
 		t.Error("the two holders are not on the overview")
