@@ -138,7 +138,7 @@ type FaultEffect struct {
 type holding struct {
 	client     string
 	token      int64
-	invoke, c  int64 // acquire invocation and completion
+	c          int64 // the acquire's completion
 	okIdx      int64
 	believed   int64 // release invocation, or the end of the history
 	released   bool
@@ -147,8 +147,23 @@ type holding struct {
 	lowerIdx   int64 // the event proving it
 	upper      int64 // the latest the lease can have lasted; 0 when unknown
 	proven     bool
-	writes     []int64 // invocation times of its writes
-	writeIdx   []int64
+	// firstWrite and lastWrite chain its writes through holdings.writes;
+	// -1 when it has none.
+	firstWrite, lastWrite int32
+}
+
+// write is a write a holder invoked, chained to the holder's next one.
+type write struct {
+	t, idx int64
+	next   int32
+}
+
+// holdings are a run's holdings, kept by value (a long run has hundreds of
+// thousands), with their writes and the order of their c.
+type holdings struct {
+	all    []holding
+	writes []write
+	byC    []int32 // indexes into all, by c
 }
 
 // end is L_H.
@@ -186,9 +201,9 @@ func (c Exclusion) Check(in Input) Result {
 	}
 	h := in.History
 	end := endOfHistory(h)
-	holdings := c.holdings(in.Lease, h, end)
-	r.Counts["holdings"] = int64(len(holdings))
-	for _, x := range holdings {
+	hs := gather(in.Lease, h, end)
+	r.Counts["holdings"] = int64(len(hs.all))
+	for _, x := range hs.all {
 		if x.proven {
 			r.Counts["proven"]++
 		}
@@ -219,9 +234,9 @@ func (c Exclusion) Check(in Input) Result {
 			r.Windows = append(r.Windows, w)
 		}
 	}
-	overlaps(&r, holdings, record)
-	staleBeliefs(&r, in.Lease, holdings, record)
-	hitHolders(holdings, faults)
+	overlaps(&r, hs, record)
+	staleBeliefs(&r, hs, record)
+	hitHolders(hs, faults)
 	r.Faults = faults
 	r.Counts["faults"] = int64(len(faults))
 	for _, f := range faults {
@@ -253,19 +268,18 @@ func staleSummary(counts map[string]int64) string {
 		counts["faults_effective"], plural(counts["faults"], "fault"))
 }
 
-// holdings gathers every acquire that succeeded, with the proof of its
+// gather collects every acquire that succeeded, with the proof of its
 // lease: the granting attempt's send time and every renewal acknowledged
 // while the client held it.
-func (Exclusion) holdings(l Lease, h []history.Event, end int64) []*holding {
-	var out []*holding
-	open := map[string]*holding{}
-	// A renewal is credited to the holding its client had open when it
+func gather(l Lease, h []history.Event, end int64) holdings {
+	var hs holdings
+	open := map[string]int{}
+	// A renewal is credited to the holding its client last had when it
 	// was invoked (a redis or Redlock lease renews only while held; an
 	// etcd session's keep-alives between holdings prove nothing a later
-	// acquire does not carry itself).
-	// A renewal still in flight when the release is sent is credited to
-	// the holding it renews: it may extend the lease past the release.
-	renewing := map[string]*holding{}
+	// acquire does not carry itself). A renewal still in flight when the
+	// release is sent may extend the lease past the release.
+	renewing := map[string]int{}
 	refs, _ := history.Refs(h)
 	prove := func(x *holding, sent, ttl, idx int64) {
 		if ttl <= 0 {
@@ -284,10 +298,11 @@ func (Exclusion) holdings(l Lease, h []history.Event, end int64) []*holding {
 	for _, o := range refs {
 		call, ret := &h[o.Call], &h[o.Ret]
 		if owner, ok := history.LeaseOwner(call.Process); ok {
-			x := renewing[owner]
-			if call.F != history.Renew || x == nil || call.Type != history.Invoke {
+			i, held := renewing[owner]
+			if call.F != history.Renew || !held || call.Type != history.Invoke {
 				continue
 			}
+			x := &hs.all[i]
 			switch {
 			case !o.Done:
 				// Sent, never answered: it may have taken effect as
@@ -309,33 +324,49 @@ func (Exclusion) holdings(l Lease, h []history.Event, end int64) []*holding {
 			if o.Type(h) != history.OK {
 				continue
 			}
-			x := &holding{client: call.Process, token: ret.Token, invoke: call.Time, c: ret.Time, okIdx: ret.Index,
-				believed: end, lower: ret.Time}
+			hs.all = append(hs.all, holding{client: call.Process, token: ret.Token, c: ret.Time, okIdx: ret.Index,
+				believed: end, lower: ret.Time, firstWrite: -1, lastWrite: -1})
+			x := &hs.all[len(hs.all)-1]
 			// The grant happened before its completion.
 			extend(x, ret.Time, ret.TTL)
 			if ret.Attempt > 0 {
 				prove(x, ret.Attempt, ret.TTL, ret.Index)
 			}
-			out = append(out, x)
-			open[call.Process], renewing[call.Process] = x, x
+			open[call.Process], renewing[call.Process] = len(hs.all)-1, len(hs.all)-1
 		case history.Release:
-			if x := open[call.Process]; x != nil {
+			if i, ok := open[call.Process]; ok {
+				x := &hs.all[i]
 				x.believed, x.released, x.releaseIdx = call.Time, true, call.Index
 				delete(open, call.Process)
 			}
 		case history.Write:
-			if x := open[call.Process]; x != nil {
-				x.writes = append(x.writes, call.Time)
-				x.writeIdx = append(x.writeIdx, call.Index)
+			if i, ok := open[call.Process]; ok {
+				x, w := &hs.all[i], int32(len(hs.writes))
+				hs.writes = append(hs.writes, write{t: call.Time, idx: call.Index, next: -1})
+				if x.lastWrite >= 0 {
+					hs.writes[x.lastWrite].next = w
+				} else {
+					x.firstWrite = w
+				}
+				x.lastWrite = w
 			}
 		}
 	}
 	if !l.observedExpiry() {
-		for _, x := range out {
-			x.upper = 0
+		for i := range hs.all {
+			hs.all[i].upper = 0
 		}
 	}
-	return out
+	hs.byC = make([]int32, len(hs.all))
+	for i := range hs.byC {
+		hs.byC[i] = int32(i)
+	}
+	// Acquires complete nearly in history order: sort only if they do not.
+	byC := func(a, b int32) int { return cmp.Or(cmp.Compare(hs.all[a].c, hs.all[b].c), cmp.Compare(a, b)) }
+	if !slices.IsSortedFunc(hs.byC, byC) {
+		slices.SortFunc(hs.byC, byC)
+	}
+	return hs
 }
 
 // overlaps finds every holding whose certain window starts inside the
@@ -343,12 +374,11 @@ func (Exclusion) holdings(l Lease, h []history.Event, end int64) []*holding {
 // max(c_A, c_B) is the later one's c, so B violates exclusion with an
 // earlier A iff c_B < L_A and c_B < L_B; the earlier holding with the
 // latest L (of a client other than B's) is the witness.
-func overlaps(r *Result, holdings []*holding, record func(Window)) {
-	byC := slices.Clone(holdings)
-	slices.SortStableFunc(byC, func(a, b *holding) int { return cmp.Compare(a.c, b.c) })
+func overlaps(r *Result, hs holdings, record func(Window)) {
 	// best and second hold the latest L_A among two different clients.
 	var best, second *holding
-	for _, b := range byC {
+	for _, k := range hs.byC {
+		b := &hs.all[k]
 		a := best
 		if a != nil && a.client == b.client {
 			a = second
@@ -385,10 +415,9 @@ func overlaps(r *Result, holdings []*holding, record func(Window)) {
 // staleBeliefs reports each holder that went on believing it held the lock
 // past L_H, with the writes it attempted inside that window and the first
 // grant to another client after its lease ended.
-func staleBeliefs(r *Result, l Lease, holdings []*holding, record func(Window)) {
-	byC := slices.Clone(holdings)
-	slices.SortStableFunc(byC, func(a, b *holding) int { return cmp.Compare(a.c, b.c) })
-	for _, x := range holdings {
+func staleBeliefs(r *Result, hs holdings, record func(Window)) {
+	for i := range hs.all {
+		x := &hs.all[i]
 		// A client frozen before it read its grant believes only from c_H.
 		from := max(x.end(), x.c)
 		if !x.proven || x.believed <= from {
@@ -396,17 +425,17 @@ func staleBeliefs(r *Result, l Lease, holdings []*holding, record func(Window)) 
 		}
 		r.Counts["stale_beliefs"]++
 		var writes []int64
-		for i, t := range x.writes {
-			if t >= from && t < x.believed {
-				writes = append(writes, x.writeIdx[i])
+		for w := x.firstWrite; w >= 0; w = hs.writes[w].next {
+			if t := hs.writes[w].t; t >= from && t < x.believed {
+				writes = append(writes, hs.writes[w].idx)
 			}
 		}
 		r.Counts["stale_writes"] += int64(len(writes))
-		k, _ := slices.BinarySearchFunc(byC, x.end(), func(a *holding, t int64) int { return cmp.Compare(a.c, t) })
+		k, _ := slices.BinarySearchFunc(hs.byC, x.end(), func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
 		var newer *holding
-		for ; k < len(byC) && newer == nil; k++ {
-			if byC[k].client != x.client {
-				newer = byC[k]
+		for ; k < len(hs.byC) && newer == nil; k++ {
+			if y := &hs.all[hs.byC[k]]; y.client != x.client {
+				newer = y
 			}
 		}
 		var b strings.Builder
@@ -462,11 +491,11 @@ func faultsOf(h []history.Event, end int64) []FaultEffect {
 
 // hitHolders marks the faults that targeted a client holding the lock when
 // they started, or to which a window is credited.
-func hitHolders(holdings []*holding, faults []FaultEffect) {
+func hitHolders(hs holdings, faults []FaultEffect) {
 	for i := range faults {
 		f := &faults[i]
 		f.HitHolder = f.StaleWindows+f.TwoHolders > 0
-		for _, x := range holdings {
+		for _, x := range hs.all {
 			if x.c <= f.Start && f.Start < x.believed && slices.Contains(f.Targets, x.client) {
 				f.HitHolder = true
 			}
