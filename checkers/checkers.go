@@ -9,6 +9,7 @@ package checkers
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -38,6 +39,19 @@ type Input struct {
 	Key string `json:"key"`
 	// Lease describes the lock's leases, for the exclusion checker.
 	Lease Lease `json:"lease"`
+	// Name, when set, names a value for people: the set workload checks
+	// sets numbered as counter values, and its messages must show sets.
+	Name valueNamer `json:"-"`
+}
+
+// valueNamer names a counter value for people; nil writes the number.
+type valueNamer func(int64) string
+
+func (n valueNamer) of(v int64) string {
+	if n == nil {
+		return strconv.FormatInt(v, 10)
+	}
+	return n(v)
 }
 
 // Anomaly is one piece of evidence against a run.

@@ -63,6 +63,14 @@ func fuzzChecker(f *testing.F, c Checker) {
 					r.Checker, r.Valid, want, fc.kind(), r.Summary, r.Reason, r.Anomalies, dump(fc.in))
 			}
 		}
+		// The read-from accounting must agree with the simulation's own.
+		if c.Name() == (LostUpdates{}).Name() && fc.lost != nil {
+			for k, want := range fc.lost {
+				if got := r.Counts[k]; got != want {
+					t.Fatalf("lost-updates count %s = %d, want %d for a %s: %s %+v\n%s", k, got, want, fc.kind(), r.Summary, r.Anomalies, dump(fc.in))
+				}
+			}
+		}
 	})
 }
 

@@ -94,7 +94,7 @@ func TestGolden(t *testing.T) {
 			evidence: func(t *testing.T, rs map[string]Result) {
 				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 4, "accepted": 3, "none": 1})
 				wantCounts(t, rs["fence"], map[string]int64{"acquires": 4, "accepted_writes": 3, "stale_accepted": 0})
-				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 3, "unknown": 0, "final": 3, "lost": 0})
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 3, "unknown": 0, "final": 3, "lost_acknowledged": 0, "missing": 0, "regressions": 0})
 			},
 		},
 		{
@@ -122,12 +122,18 @@ func TestGolden(t *testing.T) {
 				}
 
 				l := rs["lost-updates"]
-				wantCounts(t, l, map[string]int64{"acknowledged": 7, "unknown": 0, "final": 6, "lost": 1, "clobbering_writes": 1})
+				// c1's stale write erased c2's acknowledged increment and
+				// nobody wrote after it: c2's write is the one lost.
+				wantCounts(t, l, map[string]int64{"acknowledged": 7, "unknown": 0, "final": 6, "lost_acknowledged": 1, "missing": 1,
+					"regressions": 1, "regressions_repaired": 0, "regressed_reads": 0})
 				lost := anomaly(t, l, "lost-update")
-				wantSame(t, "lost-update clients", lost.Clients, []string{"c1", "c2"})
-				wantSame(t, "lost-update tokens", lost.Tokens, []int64{33, 34})
-				wantSame(t, "lost-update seqs", lost.StoreSeqs, []int64{14, 13})
-				wantMentions(t, lost, "c1 (token 33) wrote 6 over 6", "read of 5 (seq 11)", "c2's write of 6 (token 34, seq 13, acknowledged)")
+				wantSame(t, "lost-update clients", lost.Clients, []string{"c2", "c1"})
+				wantSame(t, "lost-update tokens", lost.Tokens, []int64{34, 33})
+				wantSame(t, "lost-update seqs", lost.StoreSeqs, []int64{13, 14})
+				wantSame(t, "lost-update events", lost.Events, []int64{49, 50, 54, 55})
+				wantMentions(t, lost, "c2's acknowledged write of 6 (token 34, store seq 13", "c1 (token 33) wrote 6 over it", "its read of 5 (store seq 11), made before c2's write landed")
+				reg := anomaly(t, l, "regression")
+				wantMentions(t, reg, "c1 (token 33) wrote 6 over 6", "erasing 1 increment, 1 acknowledged (c2's write of 6)", "no later write restored them", "no read saw")
 			},
 		},
 		{
@@ -138,7 +144,7 @@ func TestGolden(t *testing.T) {
 			evidence: func(t *testing.T, rs map[string]Result) {
 				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 7, "accepted": 6, "rejected": 1})
 				wantCounts(t, rs["fence"], map[string]int64{"rejected_writes": 1, "accepted_writes": 6, "stale_accepted": 0})
-				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 6, "final": 6, "lost": 0})
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 6, "final": 6, "lost_acknowledged": 0, "missing": 0})
 			},
 		},
 		{
@@ -154,10 +160,64 @@ func TestGolden(t *testing.T) {
 				wantMentions(t, stale, "c1 wrote 6 with token 33", "token 34 from c2", "overwrote 5")
 
 				l := rs["lost-updates"]
-				wantCounts(t, l, map[string]int64{"acknowledged": 7, "final": 6, "lost": 1})
+				wantCounts(t, l, map[string]int64{"acknowledged": 7, "final": 6, "lost_acknowledged": 1, "missing": 1})
 				lost := anomaly(t, l, "lost-update")
-				wantSame(t, "lost-update clients", lost.Clients, []string{"c2", "c1"})
-				wantMentions(t, lost, "c2 (token 34) wrote 6 over 6", "c1's write of 6 (token 33, seq 13, acknowledged)")
+				wantSame(t, "lost-update clients", lost.Clients, []string{"c1", "c2"})
+				wantMentions(t, lost, "c1's acknowledged write of 6 (token 33", "c2 (token 34) wrote 6 over it")
+			},
+		},
+		{
+			// c1 (token 33) reads 5 and is paused; c2 and c4 write 6 and 7;
+			// c2 (token 36) reads 7, then c1's stale write of 6 lands, then
+			// c2 writes 8, computed before it: the 2 erased increments come
+			// back, and only c1's own increment is lost.
+			name: "stale-repaired",
+			want: map[string]Verdict{"linearizable": Invalid, "fence": Invalid, "lost-updates": Invalid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				l := rs["lost-updates"]
+				wantCounts(t, l, map[string]int64{"acknowledged": 9, "unknown": 0, "final": 8, "lost_acknowledged": 1, "missing": 1,
+					"regressions": 1, "regressions_repaired": 1, "regressed_reads": 0})
+				lost := anomaly(t, l, "lost-update")
+				wantSame(t, "lost-update seqs", lost.StoreSeqs, []int64{16, 17})
+				wantSame(t, "lost-update clients", lost.Clients, []string{"c1", "c2"})
+				wantMentions(t, lost, "c1's acknowledged write of 6 (token 33, store seq 16", "c2 (token 36) wrote 8 over it", "its read of 7 (store seq 15), made before c1's write landed")
+				reg := anomaly(t, l, "regression")
+				wantSame(t, "regression seqs", reg.StoreSeqs, []int64{16, 14, 12, 17})
+				wantMentions(t, reg, "the value went back from 7 to 6, erasing 2 increments, 2 acknowledged (c4's write of 7, c2's write of 6)",
+					"c2's write of 8 (store seq 17) restored them 21 ms later", "no read saw")
+			},
+		},
+		{
+			// The same pause, but c1's stale write lands between holders: c2
+			// reads the regressed 6 and builds on it, so the 2 increments it
+			// erased are gone for good.
+			name: "stale-propagated",
+			want: map[string]Verdict{"linearizable": Invalid, "fence": Invalid, "lost-updates": Invalid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				l := rs["lost-updates"]
+				wantCounts(t, l, map[string]int64{"acknowledged": 10, "final": 8, "lost_acknowledged": 2, "missing": 2,
+					"regressions": 1, "regressions_repaired": 0, "regressed_reads": 2})
+				var lostSeqs []int64
+				for _, a := range l.Anomalies {
+					if a.Kind == "lost-update" {
+						lostSeqs = append(lostSeqs, a.StoreSeqs[0])
+						wantMentions(t, a, "c1 (token 33) wrote 6 over it")
+					}
+				}
+				wantSame(t, "lost writes", lostSeqs, []int64{12, 14})
+				wantMentions(t, anomaly(t, l, "regression"), "no later write restored them", "2 reads saw the regressed value (c2 read 6 at store seq 16, c5 read 7 at store seq 18)")
+			},
+		},
+		{
+			// No tokens: c1 and c2 both read 5 and write 6, c2 first; c4's
+			// write of 7 times out but lands. 7 acknowledged and final 7
+			// balance, yet c2's acknowledged increment is lost.
+			name: "tokenless-masked",
+			want: map[string]Verdict{"linearizable": Invalid, "fence": Skipped, "lost-updates": Invalid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				l := rs["lost-updates"]
+				wantCounts(t, l, map[string]int64{"acknowledged": 7, "unknown": 1, "unknown_applied": 1, "final": 7, "lost_acknowledged": 1, "missing": 1})
+				wantMentions(t, anomaly(t, l, "lost-update"), "c2's acknowledged write of 6 (store seq", "c1 wrote 6 over it")
 			},
 		},
 		{
@@ -168,7 +228,7 @@ func TestGolden(t *testing.T) {
 			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
 			evidence: func(t *testing.T, rs map[string]Result) {
 				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 4, "accepted": 1, "unknown": 3})
-				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 1, "unknown": 3, "final": 3})
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 1, "unknown": 3, "unknown_applied": 2, "final": 3, "missing": 0})
 			},
 		},
 		{
@@ -195,7 +255,7 @@ func TestGolden(t *testing.T) {
 			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Unknown},
 			evidence: func(t *testing.T, rs map[string]Result) {
 				l := rs["lost-updates"]
-				if !strings.Contains(l.Reason, `"c2-2"`) || !strings.Contains(l.Reason, "no such write") {
+				if !strings.Contains(l.Reason, `"c2-2"`) || !strings.Contains(l.Reason, "no such request") {
 					t.Errorf("reason %q does not name c2-2", l.Reason)
 				}
 				wantCounts(t, l, map[string]int64{"acknowledged": 2, "final": 1})
@@ -269,11 +329,11 @@ func TestLostUpdatesAcknowledgedWriteErased(t *testing.T) {
 		store.Entry{Seq: 15, Time: 4025e6, Req: "c4-1", Client: "c4", Op: "read", Key: "x", Token: 35, Value: 6, Prev: 6, Outcome: store.Accepted},
 		store.Entry{Seq: 16, Time: 4045e6, Req: "c4-2", Client: "c4", Op: "write", Key: "x", Token: 35, Value: 7, Prev: 6, Outcome: store.Accepted})
 	r := LostUpdates{}.Check(in)
-	wantCounts(t, r, map[string]int64{"acknowledged": 7, "unknown": 1, "final": 7, "lost": 1})
+	wantCounts(t, r, map[string]int64{"acknowledged": 7, "unknown": 1, "unknown_applied": 1, "final": 7, "lost_acknowledged": 1, "missing": 1})
 	if r.Valid != Invalid {
 		t.Fatalf("got %s (%s), want invalid", r.Valid, r.Summary)
 	}
-	wantMentions(t, anomaly(t, r, "lost-update"), "c2's write of 6 (token 34, seq 13, acknowledged)")
+	wantMentions(t, anomaly(t, r, "lost-update"), "c2's acknowledged write of 6 (token 34")
 }
 
 func TestChecksAreDeterministic(t *testing.T) {

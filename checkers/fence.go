@@ -102,10 +102,10 @@ func staleWrites(r *Result, log []store.Entry, links *reqLinks) {
 			links.link(len(r.Anomalies), e.Req, newest.Req)
 			r.Anomalies = append(r.Anomalies, Anomaly{
 				Kind: "stale-write-accepted",
-				Message: fmt.Sprintf("%s wrote %d with token %d at %s (store seq %d) and the store accepted it, "+
-					"although it had already accepted token %d from %s (store seq %d, %s); the write overwrote %d.",
-					e.Client, e.Value, e.Token, history.Seconds(e.Time), e.Seq,
-					newest.Token, newest.Client, newest.Seq, history.Seconds(newest.Time), e.Prev),
+				Message: fmt.Sprintf("%s wrote %s with token %d at %s (store seq %d) and the store accepted it, "+
+					"although it had already accepted token %d from %s (store seq %d, %s)%s.",
+					e.Client, stored(e), e.Token, history.Seconds(e.Time), e.Seq,
+					newest.Token, newest.Client, newest.Seq, history.Seconds(newest.Time), overwrote(e)),
 				StoreSeqs: []int64{e.Seq, newest.Seq},
 				Clients:   []string{e.Client, newest.Client},
 				Tokens:    []int64{e.Token, newest.Token},
@@ -217,4 +217,21 @@ func tokenOrder(r *Result, h []history.Event, grants []grant) {
 			Time:    g.ok,
 		})
 	}
+}
+
+// stored names what a write stored: the counter's value or the set.
+func stored(e *store.Entry) string {
+	if e.Set != nil {
+		return describeSet(e.Set)
+	}
+	return fmt.Sprint(e.Value)
+}
+
+// overwrote says what a counter write replaced; a set write's entry keeps
+// no previous set.
+func overwrote(e *store.Entry) string {
+	if e.Set != nil {
+		return ""
+	}
+	return fmt.Sprintf("; the write overwrote %d", e.Prev)
 }

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -74,6 +75,11 @@ type fuzzCase struct {
 	fresh bool
 	// grants is how many acquires succeeded with a token.
 	grants int
+	// lost is what the lost-updates checker must count, worked out from
+	// the simulation's own read-from (which write each read returned, as
+	// the simulated store knew it) rather than from log positions; set
+	// for clean runs and for fresh runs with a stale write.
+	lost map[string]int64
 }
 
 // buildCase runs prog, which may continue one of bases.
@@ -110,6 +116,13 @@ type gen struct {
 	// Where the base run ends: generated events and entries come after.
 	baseEvents int
 	baseSeq    int64
+
+	// Read-from as the simulated store knows it: cur is each key's last
+	// accepted write ("" for the initial 0); readOf is each client's last
+	// read; writeRead the read each write was computed from; readFrom
+	// the write each accepted read returned; parent the same for each
+	// accepted write.
+	cur, readOf, writeRead, readFrom, parent map[string]string
 }
 
 func newGen(bases []Input, prog []byte) *gen {
@@ -117,6 +130,8 @@ func newGen(bases []Input, prog []byte) *gen {
 		src:    &program{b: prog},
 		values: map[string]int64{}, maxWrite: map[string]int64{}, maxAny: map[string]int64{},
 		reqs: map[string]int{}, waiting: map[string]bool{},
+		cur: map[string]string{}, readOf: map[string]string{}, writeRead: map[string]string{},
+		readFrom: map[string]string{}, parent: map[string]string{},
 	}
 	flags := g.src.next()
 	var base Input
@@ -204,6 +219,9 @@ func (g *gen) run() {
 		g.crash()
 	}
 	g.jostle()
+	if g.c.clean || (g.c.stale && g.c.fresh) {
+		g.c.lost = g.expectLost()
+	}
 	g.c.grants = 0
 	for _, e := range g.c.in.History {
 		if e.F == history.Acquire && e.Type == history.OK && e.Token > 0 {
@@ -303,7 +321,12 @@ func (g *gen) apply(client, op, key string, token, value int64, req string) stor
 		e.Value = value
 	}
 	if e.Outcome == store.Accepted {
+		if op == "read" {
+			g.readFrom[req] = g.cur[key]
+		}
 		if op == "write" {
+			g.parent[req] = g.readFrom[g.writeRead[req]]
+			g.cur[key] = req
 			g.values[key] = value
 			g.maxWrite[key] = max(g.maxWrite[key], token)
 		}
@@ -378,6 +401,9 @@ func (g *gen) request(p, op, key string, tok, value int64, force bool, during fu
 	f := history.Read
 	if op == "write" {
 		f = history.Write
+		g.writeRead[req] = g.readOf[p]
+	} else {
+		g.readOf[p] = req
 	}
 	if len(g.inflight) > 0 && g.src.pick(3) == 0 {
 		g.land()
@@ -626,4 +652,82 @@ func (g *gen) mutate() {
 			h[hi].Process = append(slices.Clone(g.clients), history.Nemesis, "c01", "w")[int(delta+128)%(len(g.clients)+3)]
 		}
 	}
+}
+
+// expectLost works out the lost-updates counts from the simulation's
+// read-from, by brute force over ancestor sets: small runs, plain code.
+func (g *gen) expectLost() map[string]int64 {
+	key := cmp.Or(g.c.in.Key, "x")
+	typ := map[string]history.Type{} // write req -> its outcome in the history
+	open := map[string]string{}      // process -> its open write's req
+	for _, e := range g.c.in.History {
+		switch {
+		case e.F != history.Write:
+		case e.Type == history.Invoke && e.Key == key:
+			typ[e.Req], open[e.Process] = history.Info, e.Req
+		case e.Type != history.Invoke && open[e.Process] != "":
+			typ[open[e.Process]] = e.Type
+			delete(open, e.Process)
+		}
+	}
+	var writes []store.Entry // accepted, in log order
+	var reads []int          // per accepted read, how many accepted writes precede it
+	for _, e := range g.c.in.Store {
+		switch {
+		case e.Key != key || e.Outcome != store.Accepted:
+		case e.Op == "write":
+			writes = append(writes, e)
+		default:
+			reads = append(reads, len(writes))
+		}
+	}
+	ancestry := func(req string) map[string]bool {
+		out := map[string]bool{}
+		for ; req != ""; req = g.parent[req] {
+			out[req] = true
+		}
+		return out
+	}
+	final := map[string]bool{}
+	if len(writes) > 0 {
+		final = ancestry(writes[len(writes)-1].Req)
+	}
+	want := map[string]int64{"missing": 0, "lost_acknowledged": 0, "regressions": 0, "regressions_repaired": 0, "regressed_reads": 0}
+	for _, w := range writes {
+		if !final[w.Req] {
+			want["missing"]++
+			if typ[w.Req] == history.OK {
+				want["lost_acknowledged"]++
+			}
+		}
+	}
+	// A regression that erased an acknowledged write lasts until a write
+	// descends from the write it replaced; the reads in between saw it.
+	counted := map[int]bool{}
+	for j := 1; j < len(writes); j++ {
+		if writes[j].Value > writes[j-1].Value {
+			continue
+		}
+		want["regressions"]++
+		before, after := ancestry(writes[j-1].Req), ancestry(writes[j].Req)
+		acked := false
+		for req := range before {
+			acked = acked || (!after[req] && typ[req] == history.OK)
+		}
+		end := len(writes)
+		for k := j + 1; k < len(writes); k++ {
+			if ancestry(writes[k].Req)[writes[j-1].Req] {
+				end = k
+				want["regressions_repaired"]++
+				break
+			}
+		}
+		for i, n := range reads {
+			if acked && n > j && n <= end && !counted[i] {
+				counted[i] = true
+				want["regressed_reads"]++
+			}
+		}
+	}
+	return want
 }

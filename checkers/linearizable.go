@@ -256,7 +256,7 @@ func (c Linearizable) Check(in Input) Result {
 		budget = DefaultMemoryBudget
 	}
 	guard := guardMemory(budget)
-	res, a := checkSections(ss, c.Timeout, guard)
+	res, a := checkSections(ss, c.Timeout, guard, in.Name)
 	guard.release()
 	switch res {
 	case porcupine.Ok:
@@ -288,7 +288,7 @@ func (c Linearizable) Check(in Input) Result {
 // last is its last section (-1 if it is empty) and state the values the
 // counter may hold after it; ret is each section's return time as the
 // search saw it.
-func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []int64) Anomaly {
+func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []int64, name valueNamer) Anomaly {
 	nPlaced := 0
 	for _, p := range placed {
 		if p {
@@ -326,7 +326,7 @@ func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []
 		b.WriteString("The counter starts at 0")
 	} else {
 		note(ss[last])
-		fmt.Fprintf(&b, "After %s, the counter is %s", sectionStory(ss[last]), counterValues(state))
+		fmt.Fprintf(&b, "After %s, the counter is %s", sectionStory(ss[last], name), counterValues(state, name))
 	}
 	b.WriteString(", and no section that could come next fits: ")
 	for k, id := range stuck {
@@ -334,7 +334,7 @@ func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []
 			b.WriteString("; ")
 		}
 		note(ss[id])
-		b.WriteString(sectionStory(ss[id]))
+		b.WriteString(sectionStory(ss[id], name))
 	}
 	b.WriteString(".")
 	a.Message = b.String()
@@ -342,27 +342,27 @@ func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []
 	return a
 }
 
-func sectionStory(s Section) string {
-	who := fmt.Sprintf("%s (token %d) read %d", s.Client, s.Token, s.Read)
+func sectionStory(s Section, name valueNamer) string {
+	who := fmt.Sprintf("%s (token %d) read %s", s.Client, s.Token, name.of(s.Read))
 	span := fmt.Sprintf("%s to %s", history.Seconds(s.Call), history.Seconds(s.Return))
 	switch s.Outcome {
 	case WriteAccepted:
-		return fmt.Sprintf("%s and wrote %d (accepted; %s)", who, s.Write, span)
+		return fmt.Sprintf("%s and wrote %s (accepted; %s)", who, name.of(s.Write), span)
 	case WriteRejected:
-		return fmt.Sprintf("%s and tried to write %d (rejected; %s)", who, s.Write, span)
+		return fmt.Sprintf("%s and tried to write %s (rejected; %s)", who, name.of(s.Write), span)
 	case WriteUnknown:
-		return fmt.Sprintf("%s and wrote %d (outcome unknown; from %s)", who, s.Write, history.Seconds(s.Call))
+		return fmt.Sprintf("%s and wrote %s (outcome unknown; from %s)", who, name.of(s.Write), history.Seconds(s.Call))
 	default:
 		return fmt.Sprintf("%s and wrote nothing (%s)", who, span)
 	}
 }
 
 // counterValues formats the values the counter may hold.
-func counterValues(vs []int64) string {
+func counterValues(vs []int64, name valueNamer) string {
 	vs = slices.Sorted(slices.Values(vs))
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = strconv.FormatInt(v, 10)
+		parts[i] = name.of(v)
 	}
 	if len(parts) == 1 {
 		return parts[0]

@@ -44,8 +44,8 @@ import (
 //
 // The timeout bounds the whole check: if it runs out, the verdict is
 // Unknown, as porcupine's is.
-func checkSections(ss []Section, timeout time.Duration, guard *memoryGuard) (porcupine.CheckResult, Anomaly) {
-	l := &linearizer{ss: ss, guard: guard}
+func checkSections(ss []Section, timeout time.Duration, guard *memoryGuard, name valueNamer) (porcupine.CheckResult, Anomaly) {
+	l := &linearizer{ss: ss, guard: guard, name: name}
 	if timeout > 0 {
 		l.deadline = time.Now().Add(timeout)
 	}
@@ -110,6 +110,7 @@ type linearizer struct {
 	ret      []int64
 	deadline time.Time // zero for none
 	guard    *memoryGuard
+	name     valueNamer // for the explanation
 }
 
 func (l *linearizer) expired() bool {
@@ -368,5 +369,5 @@ func (l *linearizer) explain(before, idx []int, info porcupine.LinearizationInfo
 		placed[i], last = true, i
 		state = step(nil, state, &l.ss[i])
 	}
-	return explainIllegal(l.ss, l.ret, placed, last, state)
+	return explainIllegal(l.ss, l.ret, placed, last, state, l.name)
 }

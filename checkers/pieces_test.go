@@ -21,7 +21,7 @@ func wholeVerdict(ss []Section) porcupine.CheckResult {
 func samePieceVerdict(t *testing.T, name string, ss []Section) {
 	t.Helper()
 	want := wholeVerdict(ss)
-	got, a := checkSections(ss, patientTimeout, nil)
+	got, a := checkSections(ss, patientTimeout, nil, nil)
 	if want == porcupine.Unknown || got == porcupine.Unknown {
 		t.Logf("%s: undecided (%s, %s)", name, want, got)
 		return

@@ -35,6 +35,7 @@ func (v SetView) Check(in Input) Result {
 	// A set is named by its elements in order, eight bytes each; the
 	// buffers are reused, and a key is copied only for a new set.
 	ids := map[string]int64{"": 0}
+	sets := [][]int64{nil} // by number, for messages
 	var sorted []int64
 	var key []byte
 	id := func(set []int64) int64 {
@@ -48,6 +49,7 @@ func (v SetView) Check(in Input) Result {
 		if !ok {
 			n = int64(len(ids))
 			ids[string(key)] = n
+			sets = append(sets, slices.Clone(sorted))
 		}
 		return n
 	}
@@ -73,6 +75,12 @@ func (v SetView) Check(in Input) Result {
 		log[i] = e
 	}
 	in.History, in.Store = h, log
+	in.Name = func(n int64) string {
+		if n < 0 || n >= int64(len(sets)) {
+			return "an unknown set"
+		}
+		return describeSet(sets[n])
+	}
 	return v.Inner.Check(in)
 }
 
@@ -141,6 +149,15 @@ func (c LostElements) Check(in Input) Result {
 			}
 		}
 	}
+	r.Counts["acknowledged"], r.Counts["unknown"], r.Counts["unknown_present"] = acked, unknown, unknownPresent
+	r.Counts["final"] = int64(len(final))
+	r.Summary = fmt.Sprintf("%d elements in the final set; %s acknowledged, %d unknown (%d present)",
+		len(final), plural(acked, "add"), unknown, unknownPresent)
+	// The same cross-check as the counter's: a run whose two records
+	// disagree is not judged.
+	if newLedger(in).unknown(&r) {
+		return r
+	}
 	sort.Slice(lost, func(i, j int) bool { return added[lost[i]].event < added[lost[j]].event })
 	erasers := erasedBy(accepted)
 	for _, el := range lost {
@@ -166,14 +183,11 @@ func (c LostElements) Check(in Input) Result {
 	for _, x := range phantoms {
 		r.add("phantom", Anomaly{Kind: "phantom-element", Message: fmt.Sprintf("%d is in the final set but no client tried to add it", x)})
 	}
-	r.Counts["acknowledged"], r.Counts["unknown"], r.Counts["unknown_present"] = acked, unknown, unknownPresent
-	r.Counts["final"] = int64(len(final))
 	r.Valid = Valid
 	if len(r.Anomalies) > 0 {
 		r.Valid = Invalid
 	}
-	r.Summary = fmt.Sprintf("%d elements in the final set; %s acknowledged, %d unknown (%d present); %s lost",
-		len(final), plural(acked, "add"), unknown, unknownPresent, plural(int64(len(lost)), "element"))
+	r.Summary += fmt.Sprintf("; %s lost", plural(int64(len(lost)), "element"))
 	return r
 }
 

@@ -51,9 +51,12 @@ func TestSetStaleWriterLosesElement(t *testing.T) {
 	var staleLog []store.Entry
 	setSection(&stale, &staleLog, "c1", 2, 10, []int64{10}, 11, history.OK, store.Accepted)
 	setSection(&h, &log, "c2", 3, 12, []int64{10}, 20, history.OK, store.Accepted)
+	// Its requests are its own: rename them apart from c1's first section.
 	for i := range stale {
 		stale[i].Index += int64(len(h))
+		stale[i].Req = strings.Replace(stale[i].Req, "c1-a", "c1-s", 1)
 	}
+	staleLog[0].Req = strings.Replace(staleLog[0].Req, "c1-a", "c1-s", 1)
 	stale[2].Time, stale[3].Time = 30, 31
 	staleLog[0].Seq, staleLog[0].Time = int64(len(log)), 30
 	h = append(h, stale...)
@@ -80,5 +83,65 @@ func TestSetPhantomElement(t *testing.T) {
 	r := LostElements{}.Check(Input{History: h, Store: log, Key: "x"})
 	if r.Valid != Invalid || r.Anomalies[0].Kind != "phantom-element" {
 		t.Fatalf("%s %+v", r.Valid, r.Anomalies)
+	}
+}
+
+// The set workload's records are cross-checked as the counter's are: a run
+// whose history and store log disagree is unknown, never valid or invalid.
+func TestSetGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// reason is what the unknown verdict must say.
+		reason []string
+	}{
+		// c3's write failed in the history, but the store applied it.
+		{"set-failed-applied", []string{`"c3-2"`, "failed", "accepted"}},
+		// c2's write was acknowledged, but the store never logged it.
+		{"set-ack-unlogged", []string{`"c2-2"`, "acknowledged", "no such request"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := load(t, tc.name)
+			r := LostElements{}.Check(in)
+			if r.Valid != Unknown {
+				t.Fatalf("lost-elements: %s (%s), want unknown", r.Valid, r.Summary)
+			}
+			for _, part := range tc.reason {
+				if !strings.Contains(r.Reason, part) {
+					t.Errorf("reason %q does not mention %s", r.Reason, part)
+				}
+			}
+		})
+	}
+}
+
+// Messages about sets show elements, not the numbers the checkers give
+// sets internally.
+func TestSetMessagesNameElements(t *testing.T) {
+	var h []history.Event
+	var log []store.Entry
+	setSection(&h, &log, "c1", 1, 0, nil, 10, history.OK, store.Accepted)
+	setSection(&h, &log, "c2", 2, 10, []int64{10}, 20, history.OK, store.Accepted)
+	// c3 read {10} before c2's write and writes {10, 30} over it with an
+	// older token.
+	setSection(&h, &log, "c3", 1, 20, []int64{10}, 30, history.OK, store.Accepted)
+	h[8].Time, h[9].Time = 5, 6 // c3's read came first
+	in := Input{History: h, Store: log, Key: "x"}
+	lin := SetView{Linearizable{}}.Check(in)
+	if lin.Valid != Invalid {
+		t.Fatalf("linearizable: %s", lin.Valid)
+	}
+	if msg := lin.Anomalies[0].Message; !strings.Contains(msg, "[10 20]") || !strings.Contains(msg, "[10 30]") {
+		t.Errorf("linearizable message does not show the sets: %q", msg)
+	}
+	// Fence judges only locks that issue tokens: one grant says this one does.
+	in.History = append(in.History,
+		history.Event{Index: 12, Time: 30, Process: "c4", Type: history.Invoke, F: history.Acquire},
+		history.Event{Index: 13, Time: 31, Process: "c4", Type: history.OK, F: history.Acquire, Token: 3})
+	stale := anomaly(t, Fence{}.Check(in), "stale-write-accepted")
+	if !strings.Contains(stale.Message, "c3 wrote [10 30] with token 1") || strings.Contains(stale.Message, "overwrote") {
+		t.Errorf("fence message does not show the set written: %q", stale.Message)
+	}
+	if describeSet([]int64{5, 1, 9, 3, 7}) != "[1 3 … 9] (5 elements)" {
+		t.Errorf("a large set reads %q", describeSet([]int64{5, 1, 9, 3, 7}))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -163,7 +164,6 @@ func pausedClients(t *testing.T, dir string) map[string]bool {
 	return paused
 }
 
-// recheck runs `lockbench check` on the stored run and compares verdicts.
 // staleWindows checks that the exclusion checker held and reported the
 // stale windows the pauses opened, each with its bounds, credited to a
 // fault that hit a holder, and drawn on report.html; it returns them.
@@ -208,11 +208,23 @@ func staleWindows(t *testing.T, dir string) []checkers.Window {
 	return stale
 }
 
+// verdictExit is the exit status of each verdict, as Jepsen's.
+var verdictExit = map[checkers.Verdict]int{checkers.Valid: 0, checkers.Invalid: 1, checkers.Unknown: 2}
+
+// recheck runs `lockbench check` on the stored run and compares verdicts;
+// check must exit with the status of its verdict.
 func recheck(t *testing.T, dir string, want checkers.Verdict) {
 	t.Helper()
 	before := readReport(t, dir)
 	cmd := exec.Command(binary, "check", dir)
-	out, _ := cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch code := cmd.ProcessState.ExitCode(); {
+	case err != nil && !errors.As(err, &exit):
+		t.Fatalf("check did not run: %v", err)
+	case code != verdictExit[want]:
+		t.Errorf("check exited %d, want %d (%s)\n%s", code, verdictExit[want], want, out)
+	}
 	after := readReport(t, dir)
 	if after.Verdict != want || before.Verdict != want {
 		t.Errorf("check: run said %s, check says %s, want %s\n%s", before.Verdict, after.Verdict, want, out)
@@ -257,9 +269,7 @@ func TestPauseWithoutFenceLosesUpdates(t *testing.T) {
 	if stale == 0 {
 		t.Error("no stale-write-accepted anomaly")
 	}
-	if lost := checker(t, rep, "lost-updates"); lost.Valid != checkers.Invalid || lost.Counts["lost"] == 0 {
-		t.Errorf("lost-updates: %s with counts %v, want invalid with lost > 0", lost.Valid, lost.Counts)
-	}
+	checkDamage(t, r.dir, checker(t, rep, "lost-updates"), fence)
 	if lin := checker(t, rep, "linearizable"); lin.Valid != checkers.Invalid {
 		t.Errorf("linearizable: %s, want invalid", lin.Valid)
 	}
@@ -379,4 +389,96 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkDamage holds the lost-updates checker's numbers to the run's own
+// files, worked out here the plain way: missing is acknowledged plus
+// applied-with-unknown-outcome minus final, and the lost acknowledged
+// writes are those outside the final value's ancestry, where each write
+// descends from the last write before its writer's read in store.log.
+// When a later write restored every regression, the writes lost are
+// exactly the stale writers' own.
+func checkDamage(t *testing.T, dir string, lost, fence checkers.Result) {
+	t.Helper()
+	events, err := history.DecodeFile(filepath.Join(dir, runner.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := store.ReadLogFile(filepath.Join(dir, runner.StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := map[string]history.Type{} // write req -> ok, fail or info
+	readOf := map[string]string{}        // write req -> its section's read
+	lastRead := map[string]string{}
+	for _, e := range events {
+		switch {
+		case e.F == history.Read && e.Type == history.Invoke:
+			lastRead[e.Process] = e.Req
+		case e.F == history.Write && e.Type == history.Invoke:
+			outcome[e.Req], readOf[e.Req] = history.Info, lastRead[e.Process]
+		case e.F == history.Write:
+			outcome[e.Req] = e.Type
+		}
+	}
+	var acked, applied, final int64
+	for _, typ := range outcome {
+		if typ == history.OK {
+			acked++
+		}
+	}
+	latest := map[string]string{} // read req -> the write it returned
+	parent := map[string]string{}
+	var writes []store.Entry
+	cur := ""
+	for _, e := range log {
+		if e.Outcome != store.Accepted {
+			continue
+		}
+		if e.Op == "read" {
+			latest[e.Req] = cur
+			continue
+		}
+		parent[e.Req], cur, final = latest[readOf[e.Req]], e.Req, e.Value
+		writes = append(writes, e)
+		if outcome[e.Req] == history.Info {
+			applied++
+		}
+	}
+	if want := acked + applied - final; lost.Counts["missing"] != want {
+		t.Errorf("missing = %d, want %d = %d acknowledged + %d applied unknown - final %d", lost.Counts["missing"], want, acked, applied, final)
+	}
+	kept := map[string]bool{}
+	for req := cur; req != ""; req = parent[req] {
+		kept[req] = true
+	}
+	want := map[int64]bool{}
+	for _, w := range writes {
+		if !kept[w.Req] && outcome[w.Req] == history.OK {
+			want[w.Seq] = true
+		}
+	}
+	got := map[int64]bool{}
+	for _, a := range lost.Anomalies {
+		if a.Kind == "lost-update" {
+			got[a.StoreSeqs[0]] = true
+		}
+	}
+	if int64(len(want)) != lost.Counts["lost_acknowledged"] || !reflect.DeepEqual(got, want) {
+		t.Errorf("lost acknowledged writes (store seqs) %v, %d counted; want %v", got, lost.Counts["lost_acknowledged"], want)
+	}
+	if lost.Valid != checkers.Invalid || len(want) == 0 {
+		t.Errorf("lost-updates: %s with counts %v, want invalid with acknowledged increments lost", lost.Valid, lost.Counts)
+	}
+	stale := map[int64]bool{}
+	for _, a := range fence.Anomalies {
+		if a.Kind == "stale-write-accepted" {
+			stale[a.StoreSeqs[0]] = true
+		}
+	}
+	if lost.Counts["regressions_repaired"] == lost.Counts["regressions"] && !reflect.DeepEqual(got, stale) {
+		t.Errorf("every regression was repaired, so the lost writes %v should be the stale writes %v", got, stale)
+	}
+	t.Logf("final %d, %d acknowledged, %d applied unknown, missing %d, lost %v, stale writes %v, regressions %d (%d repaired)",
+		final, acked, applied, lost.Counts["missing"], got, stale, lost.Counts["regressions"], lost.Counts["regressions_repaired"])
 }

@@ -59,6 +59,14 @@ func LeaseOwner(process string) (string, bool) {
 	return strings.CutSuffix(process, leaseSuffix)
 }
 
+// operations are the event names a history may hold, and whether each is
+// a lone event, one that stands for itself with no invocation.
+var operations = map[string]bool{
+	Acquire: false, Read: false, Write: false, Release: false,
+	LeaseLost: true, Renew: false,
+	Start: false, Stop: false,
+}
+
 // Event is one line of history.jsonl.
 type Event struct {
 	Index   int64  `json:"index"`
@@ -159,20 +167,27 @@ func (w *Writer) Close() error {
 // the harness can leave it; the events before it are returned with it.
 var ErrTruncated = errors.New("history ends in an incomplete line")
 
-// Decode reads a history. A malformed line in the middle is an error naming
-// it; an incomplete last line returns the events before it and ErrTruncated.
+// ErrMalformed marks a history that no run can have recorded: it is refused,
+// never judged.
+var ErrMalformed = errors.New("malformed history")
+
+// Decode reads a history. A malformed line in the middle, or a structural
+// impossibility (see structure), is an error wrapping ErrMalformed and
+// naming the line; an incomplete last line returns the events before it
+// and ErrTruncated.
 func Decode(r io.Reader) ([]Event, error) {
 	var events []Event
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var pendingErr error
+	st := newStructure()
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
 		}
 		if pendingErr != nil {
-			return nil, pendingErr
+			return nil, fmt.Errorf("%w: %w", ErrMalformed, pendingErr)
 		}
 		var e Event
 		if err := json.Unmarshal(line, &e); err != nil {
@@ -181,7 +196,10 @@ func Decode(r io.Reader) ([]Event, error) {
 			continue
 		}
 		if err := e.validate(); err != nil {
-			return nil, fmt.Errorf("history line %d: %w", n, err)
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
+		}
+		if err := st.add(n, &e); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
 		}
 		events = append(events, e)
 	}
@@ -215,6 +233,67 @@ func (e Event) validate() error {
 	}
 	if e.F == "" {
 		return fmt.Errorf("event %d: no f", e.Index)
+	}
+	if _, ok := operations[e.F]; !ok {
+		return fmt.Errorf("event %d: unknown f %q", e.Index, e.F)
+	}
+	if e.Time < 0 {
+		return fmt.Errorf("event %d: negative time %d", e.Index, e.Time)
+	}
+	if operations[e.F] && e.Type != Info {
+		return fmt.Errorf("event %d: %s is a lone event and must be info, not %s", e.Index, e.F, e.Type)
+	}
+	return nil
+}
+
+// structure checks what one line cannot show: indexes grow; each process's
+// times never go backwards (each stamps and writes its events in order);
+// a completion answers an open invocation of the same operation on its
+// process, and comes no earlier; a process invokes one operation at a
+// time. Lone events, and the nemesis's completions (a fault it skipped is
+// a lone failure), need no invocation.
+type structure struct {
+	lastIndex int64
+	procs     map[string]*procState
+}
+
+type procState struct {
+	time int64
+	// open is the open invocation's f and line, "" if none.
+	open     string
+	openLine int
+	openTime int64
+}
+
+func newStructure() *structure { return &structure{lastIndex: -1, procs: map[string]*procState{}} }
+
+func (s *structure) add(line int, e *Event) error {
+	if e.Index <= s.lastIndex {
+		return fmt.Errorf("event index %d does not follow %d", e.Index, s.lastIndex)
+	}
+	s.lastIndex = e.Index
+	p := s.procs[e.Process]
+	if p == nil {
+		p = &procState{}
+		s.procs[e.Process] = p
+	}
+	switch {
+	case e.Type != Invoke && p.open == e.F && e.Time < p.openTime:
+		return fmt.Errorf("%s's %s completes at %d, before its invocation at %d (line %d)", e.Process, e.F, e.Time, p.openTime, p.openLine)
+	case e.Time < p.time:
+		return fmt.Errorf("%s's time goes backwards, from %d to %d", e.Process, p.time, e.Time)
+	}
+	p.time = e.Time
+	switch {
+	case operations[e.F]:
+	case e.Type == Invoke && p.open != "" && e.Process != Nemesis:
+		return fmt.Errorf("%s invokes %s while its %s of line %d is still open", e.Process, e.F, p.open, p.openLine)
+	case e.Type == Invoke:
+		p.open, p.openLine, p.openTime = e.F, line, e.Time
+	case p.open == e.F:
+		p.open = ""
+	case e.Process != Nemesis:
+		return fmt.Errorf("%s completes %s (%s) with no open invocation of it", e.Process, e.F, e.Type)
 	}
 	return nil
 }

@@ -96,9 +96,11 @@ func FuzzDecode(f *testing.F) {
 }
 
 // decodeOracle says what Decode should make of data, judging each line on
-// its own: the events if every line is good, ErrTruncated and the events
-// before it if only the last line does not parse, some other error if any
-// line before the last is bad or a line parses but is not a valid event.
+// its own and then against the lines before it: the events if every line
+// is good, ErrTruncated and the events before it if only the last line does
+// not parse, some other error if any line before the last is bad, a line
+// parses but is not a valid event, or the events could not have been
+// recorded (see oracleStructure).
 func decodeOracle(data []byte) ([]Event, error) {
 	var lines [][]byte
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -121,8 +123,51 @@ func decodeOracle(data []byte) ([]Event, error) {
 			return nil, err
 		}
 		out = append(out, e)
+		if err := oracleStructure(out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// oracleStructure restates the rules across lines the plain way, over the
+// whole prefix each time: indexes grow, no process's time goes backwards,
+// and every completion other than a lone event's or the nemesis's answers
+// the open invocation of the same f on its process, with no second
+// invocation while one is open.
+func oracleStructure(events []Event) error {
+	last := events[len(events)-1]
+	var prev *Event // the process's previous event
+	var open *Event // its open invocation
+	for i := range events[:len(events)-1] {
+		e := &events[i]
+		if e.Index >= last.Index {
+			return errors.New("index does not grow")
+		}
+		if e.Process != last.Process {
+			continue
+		}
+		prev = e
+		switch {
+		case e.Type == Invoke && !operations[e.F]:
+			open = e
+		case open != nil && e.Type != Invoke && e.F == open.F:
+			open = nil
+		}
+	}
+	if prev != nil && last.Time < prev.Time {
+		return errors.New("time goes backwards")
+	}
+	if last.Process == Nemesis || operations[last.F] {
+		return nil
+	}
+	if last.Type == Invoke && open != nil {
+		return errors.New("second invocation")
+	}
+	if last.Type != Invoke && (open == nil || open.F != last.F) {
+		return errors.New("completion without invocation")
+	}
+	return nil
 }
 
 // normalize maps empty slices (Targets, Set) to nil: omitempty writes both

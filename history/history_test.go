@@ -2,6 +2,7 @@ package history
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,9 @@ func TestWriterNumbersAndDecodes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := w.Append(Event{Process: "c1", Type: Invoke, F: Acquire, Time: Mono()}); err != nil {
+			// One process each: a process stamps and writes its own events
+			// in order, so only different processes race here.
+			if _, err := w.Append(Event{Process: fmt.Sprintf("c%d", i+1), Type: Invoke, F: Acquire, Time: Mono()}); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -84,7 +84,7 @@ func TestChromiumRendersReport(t *testing.T) {
 			}
 			if run == "invalid" {
 				table := between(t, dom, `<table id="anomaly-table">`, "</table>")
-				if n := strings.Count(table, `class="anomaly"`); n != 5 || !strings.Contains(table, "stale-write-accepted") {
+				if n := strings.Count(table, `class="anomaly"`); n != 7 || !strings.Contains(table, "stale-write-accepted") {
 					t.Errorf("rendered anomaly table has %d rows:\n%s", n, table)
 				}
 			} else if !strings.Contains(dom, `id="rejection-1"`) {

@@ -121,7 +121,7 @@ func (an *analysis) writeHTML(w io.Writer) error {
 		{"rejected", "write rejected by the store", "background:" + colRejected},
 		{"unknown", "write outcome unknown", "background:" + colUnknown},
 		{"stale", "the incident's stale write", "background:" + colStale},
-		{"erased", "acknowledged write it erased", "background:linear-gradient(to top right,transparent 42%," + colStale + " 42% 62%,transparent 62%)," + colAccepted},
+		{"erased", "acknowledged write lost to another's", "background:linear-gradient(to top right,transparent 42%," + colStale + " 42% 62%,transparent 62%)," + colAccepted},
 		{"lease-lost", "learned lease lost", "background:none;color:" + colLeaseLost + ";font-weight:700"},
 		{"fault", "fault window (hatched: its target)", "background:repeating-linear-gradient(45deg,#ddd6fe 0 3px,#c4b5fd 3px 6px)"},
 		{"two-holders", "two holders: both leases certainly valid", template.CSS("background:" + colTwoHolders + ";opacity:0.5")},

@@ -379,7 +379,7 @@ func (an *analysis) buildIncidents() {
 	byWrite := func(m *mark) *incident {
 		return get("write/"+strconv.FormatInt(m.callIdx, 10), &incident{write: m, client: m.client, token: m.token})
 	}
-	var linear []*anomalyRow
+	var linear, lost []*anomalyRow
 	for _, r := range an.in.Results {
 		for _, a := range r.Anomalies {
 			row := &anomalyRow{id: fmt.Sprintf("anomaly-%d", len(an.rows)+1), checker: r.Checker, a: a}
@@ -387,6 +387,8 @@ func (an *analysis) buildIncidents() {
 			switch {
 			case a.Kind == "non-linearizable":
 				linear = append(linear, row)
+			case a.Kind == "lost-update":
+				lost = append(lost, row)
 			case an.anchor(a) != nil:
 				row.incident = byWrite(an.anchor(a))
 			case len(a.Clients) > 0 && len(a.Tokens) > 0:
@@ -395,6 +397,22 @@ func (an *analysis) buildIncidents() {
 				row.incident = &incident{}
 				an.incidents = append(an.incidents, row.incident)
 			}
+		}
+	}
+	// A lost write is told with the stale write it was, if it was one,
+	// and otherwise with the write that erased it.
+	for _, row := range lost {
+		w, eraser := an.storeWrite(row.a, 0), an.storeWrite(row.a, 1)
+		switch {
+		case w != nil && byKey["write/"+strconv.FormatInt(w.callIdx, 10)] != nil:
+			row.incident = byWrite(w)
+		case eraser != nil:
+			row.incident = byWrite(eraser)
+		case w != nil:
+			row.incident = byWrite(w)
+		default:
+			row.incident = &incident{}
+			an.incidents = append(an.incidents, row.incident)
 		}
 	}
 	secOf := map[int64]int{}
@@ -466,12 +484,22 @@ func (an *analysis) buildIncidents() {
 }
 
 // anchor finds the write a store-log anomaly is about: its first store
-// entry is the culprit's write.
+// entry is the culprit's write (the stale write, the write that took the
+// value back).
 func (an *analysis) anchor(a checkers.Anomaly) *mark {
-	if len(a.StoreSeqs) == 0 || a.Kind != "stale-write-accepted" && a.Kind != "lost-update" {
+	if a.Kind != "stale-write-accepted" && a.Kind != "regression" {
 		return nil
 	}
-	e, ok := an.storeSeq[a.StoreSeqs[0]]
+	return an.storeWrite(a, 0)
+}
+
+// storeWrite is the write of an anomaly's i-th store entry, if the history
+// has it.
+func (an *analysis) storeWrite(a checkers.Anomaly, i int) *mark {
+	if len(a.StoreSeqs) <= i {
+		return nil
+	}
+	e, ok := an.storeSeq[a.StoreSeqs[i]]
 	if !ok {
 		return nil
 	}
@@ -550,24 +578,16 @@ func (l *lane) readBefore(w *mark) *mark {
 	return nil
 }
 
-// markErased flags the accepted writes a lost update overwrote: they were
-// acknowledged, and the counter no longer holds their increments.
+// markErased flags the acknowledged writes the lost-updates checker found
+// lost to another's write: the counter does not hold their increments.
+// A stale write that was itself lost keeps its own colour.
 func (an *analysis) markErased() {
-	erased := map[int64]bool{}
 	for _, row := range an.rows {
 		if row.a.Kind != "lost-update" {
 			continue
 		}
-		for _, idx := range row.a.Events {
-			erased[idx] = true
-		}
-	}
-	for _, name := range an.clients {
-		for i := range an.lanes[name].marks {
-			m := &an.lanes[name].marks[i]
-			if m.f == history.Write && !m.stale && erased[m.callIdx] {
-				m.erased = true
-			}
+		if m := an.storeWrite(row.a, 0); m != nil && !m.stale {
+			m.erased = true
 		}
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
@@ -103,25 +105,57 @@ func Load(dir, key string) (Input, error) {
 	return in, nil
 }
 
-// Write renders report.html, linear.html and anomalies.md into dir.
+// Write renders report.html, linear.html and anomalies.md into dir. Drawing
+// never takes the verdict with it: a page that fails to draw is drawn again
+// from the verdict alone, with a note saying what failed.
 func Write(dir string, in Input) error {
-	an := analyze(in)
+	var an *analysis
 	var page bytes.Buffer
-	if err := an.writeHTML(&page); err != nil {
-		return fmt.Errorf("render %s: %w", HTMLFile, err)
+	draw := func(in Input) error {
+		page.Reset()
+		return recovered(HTMLFile, func() error {
+			an = analyze(in)
+			return an.writeHTML(&page)
+		})
+	}
+	if err := draw(in); err != nil {
+		bare := Input{Test: in.Test, Results: in.Results, Verdict: in.Verdict, Key: in.Key,
+			Notes: append(slices.Clone(in.Notes), fmt.Sprintf("%v; the page shows the verdict without the timeline and plots", err))}
+		if err := draw(bare); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, HTMLFile), page.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	var lin bytes.Buffer
-	if err := an.writeLinear(&lin); err != nil {
-		return fmt.Errorf("render %s: %w", LinearFile, err)
+	if err := recovered(LinearFile, func() error { return an.writeLinear(&lin) }); err != nil {
+		lin.Reset()
+		fmt.Fprintf(&lin, "<!doctype html><title>%s</title><p>%s</p>\n", LinearFile, html.EscapeString(err.Error()))
 	}
 	if err := os.WriteFile(filepath.Join(dir, LinearFile), lin.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, AnomaliesFile), an.markdown(), 0o644); err != nil {
+	var md []byte
+	if err := recovered(AnomaliesFile, func() error { md = an.markdown(); return nil }); err != nil {
+		md = []byte(err.Error() + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, AnomaliesFile), md, 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// recovered runs draw, turning a panic into an error naming the page: a
+// bug in drawing must cost a page, never the run's verdict.
+func recovered(page string, draw func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("drawing %s failed: %v", page, p)
+		}
+	}()
+	if err := draw(); err != nil {
+		return fmt.Errorf("render %s: %w", page, err)
 	}
 	return nil
 }

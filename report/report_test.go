@@ -98,10 +98,10 @@ func TestWriteInvalidRun(t *testing.T) {
 	}
 
 	table := between(t, page, `<table id="anomaly-table">`, "</table>")
-	if n := strings.Count(table, `class="anomaly"`); n != 5 {
-		t.Errorf("anomaly table has %d rows, want the 5 of results.json", n)
+	if n := strings.Count(table, `class="anomaly"`); n != 7 {
+		t.Errorf("anomaly table has %d rows, want the 7 of results.json", n)
 	}
-	for _, want := range []string{"stale-write-accepted", "lost-update", "non-linearizable", "c3", `href="#incident-1"`, `href="#event-544"`} {
+	for _, want := range []string{"stale-write-accepted", "lost-update", "regression", "non-linearizable", "c3", `href="#incident-1"`, `href="#event-544"`} {
 		if !strings.Contains(table, want) {
 			t.Errorf("anomaly table lacks %q", want)
 		}
@@ -123,7 +123,8 @@ func TestWriteInvalidRun(t *testing.T) {
 
 	md := readFile(t, dir, AnomaliesFile)
 	for _, want := range []string{"c3 acquired token 46", "c3 read 45", "the nemesis paused c3 for 4.0 s", "c1 acquired token 68",
-		"c3 learned its lease was lost", "the store accepted c3's write of 46 over 66", "token 68 from c1", "21 increments"} {
+		"c3 learned its lease was lost", "the store accepted c3's write of 46 over 66", "token 68 from c1",
+		"a regression", "erasing 21 increments, 21 acknowledged", "c3's acknowledged write of 46 (token 46, store seq 134, 9.684 s) is not in the final value"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("anomalies.md lacks %q", want)
 		}
@@ -253,8 +254,8 @@ func TestTokenlessRuns(t *testing.T) {
 		noLock bool
 		want   []string
 	}{
-		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a lost update erasing 21 increments"}},
-		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a lost update erasing 21 increments"}},
+		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134"}},
+		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := base
@@ -571,5 +572,40 @@ func TestSkippedLinearPage(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "too many &lt;sections&gt;") {
 		t.Errorf("reason not escaped: %s", buf.String())
+	}
+}
+
+// Drawing never takes the verdict with it. Decoding refuses negative times,
+// but a caller of Write may hand them in; once they broke the throughput
+// plot. Whatever fails to draw, the page still shows the verdict and says
+// what failed.
+func TestWriteSurvivesBadInput(t *testing.T) {
+	h := []history.Event{
+		{Index: 0, Time: -5e9, Process: "c1", Type: history.Invoke, F: history.Acquire},
+		{Index: 1, Time: -4e9, Process: "c1", Type: history.OK, F: history.Acquire, Token: 1},
+		{Index: 2, Time: 3e9, Process: "c1", Type: history.Invoke, F: history.Read, Key: "x", Req: "c1-1"},
+		{Index: 3, Time: -9e9, Process: "c1", Type: history.OK, F: history.Read, Key: "x", Req: "c1-1", Value: history.Int(0)},
+	}
+	dir := t.TempDir()
+	in := Input{History: h, Verdict: checkers.Invalid,
+		Results: []checkers.Result{{Checker: "fence", Valid: checkers.Invalid, Summary: "1 stale write accepted"}}}
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	page := readFile(t, dir, HTMLFile)
+	if !strings.Contains(page, "1 stale write accepted") {
+		t.Error("the page lost the verdict")
+	}
+	if strings.Contains(page, "drawing") && !strings.Contains(page, "the page shows the verdict without the timeline") {
+		t.Error("a drawing failure is not explained")
+	}
+	// Whatever Write drew, it drew all three files.
+	for _, f := range []string{LinearFile, AnomaliesFile} {
+		readFile(t, dir, f)
+	}
+	// A forced failure shows as the note.
+	err := recovered("x.html", func() error { var m map[string]int; m["a"]++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "drawing x.html failed") {
+		t.Errorf("a panic while drawing gave %v", err)
 	}
 }

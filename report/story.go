@@ -129,7 +129,7 @@ func (an *analysis) tellWrite(inc *incident, m *mark) []step {
 			newer += " from " + from
 		}
 	}
-	// Values before and after, and increments lost, are the counter's;
+	// Values before and after are the counter's;
 	// the set workload's entries carry sets instead.
 	counter := inLog && e.Set == nil
 	var text, reply string
@@ -145,12 +145,14 @@ func (an *analysis) tellWrite(inc *incident, m *mark) []step {
 			text += fmt.Sprintf(", although it had already seen %s: a stale write", newer)
 			reply += fmt.Sprintf(" although it had seen %s", newer)
 			if counter && e.Prev >= e.Value {
-				text += fmt.Sprintf(", erasing %s (lost update)", plural(e.Prev-e.Value+1, "increment"))
+				text += fmt.Sprintf(", taking the value back from %d to %d (a regression)", e.Prev, e.Value)
 			}
 		} else if counter && e.Prev >= e.Value {
-			text += fmt.Sprintf(": a lost update erasing %s", plural(e.Prev-e.Value+1, "increment"))
-			reply += ", a lost update"
+			text += fmt.Sprintf(": a regression, taking the value back from %d to %d", e.Prev, e.Value)
+			reply += ", a regression"
 		}
+		// What the regression cost is the lost-updates checker's call
+		// (the next write may restore it): its findings follow the story.
 	case outRejected:
 		text = fmt.Sprintf("the store rejected %s's write", c)
 		reply = "rejected"

@@ -33,27 +33,37 @@ type Report struct {
 	Checked  time.Time `json:"checked"`
 }
 
+// ErrNotARun marks a directory that holds no readable run.
+var ErrNotARun = errors.New("not a lockbench run")
+
+// IsBadInput reports whether err is about the files handed to Check rather
+// than about the harness: a path that holds no run, or a history or store
+// log no run can have recorded. Such input is refused, never judged.
+func IsBadInput(err error) bool {
+	return errors.Is(err, ErrNotARun) || errors.Is(err, history.ErrMalformed) || errors.Is(err, store.ErrMalformed)
+}
+
 // Check runs every checker on the run stored in dir and writes results.json.
 // It needs nothing but the directory's files.
 func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 	var test Test
 	data, err := os.ReadFile(filepath.Join(dir, TestFile))
 	if err != nil {
-		return nil, fmt.Errorf("not a lockbench run: %w", err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotARun, dir, err)
 	}
 	if err := json.Unmarshal(data, &test); err != nil {
-		return nil, fmt.Errorf("%s: %w", TestFile, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotARun, filepath.Join(dir, TestFile), err)
 	}
 	rep := &Report{Dir: dir, Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
 	events, err := history.DecodeFile(filepath.Join(dir, HistoryFile))
 	if errors.Is(err, history.ErrTruncated) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
 	} else if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, HistoryFile), err)
 	}
 	log, err := store.ReadLogFile(filepath.Join(dir, StoreFile))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StoreFile), err)
 	}
 	if test.End == nil {
 		var note string

@@ -6,6 +6,7 @@ package store
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,7 +62,12 @@ type Entry struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// ReadLog decodes a store log.
+// ErrMalformed marks a store log no store can have written: it is refused,
+// never judged.
+var ErrMalformed = errors.New("malformed store log")
+
+// ReadLog decodes a store log. Every error but a failed read wraps
+// ErrMalformed and names the line.
 func ReadLog(r io.Reader) ([]Entry, error) {
 	var out []Entry
 	sc := bufio.NewScanner(r)
@@ -72,13 +78,10 @@ func ReadLog(r io.Reader) ([]Entry, error) {
 		}
 		var e Entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("store log line %d: %w", n, err)
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
 		}
-		if e.Outcome != Accepted && e.Outcome != Rejected {
-			return nil, fmt.Errorf("store log line %d: unknown outcome %q", n, e.Outcome)
-		}
-		if e.Op != "read" && e.Op != "write" {
-			return nil, fmt.Errorf("store log line %d: unknown op %q", n, e.Op)
+		if err := e.validate(out); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
 		}
 		out = append(out, e)
 	}
@@ -96,4 +99,24 @@ func ReadLogFile(path string) ([]Entry, error) {
 	}
 	defer f.Close()
 	return ReadLog(f)
+}
+
+// validate checks an entry on its own and against the entries before it.
+// Seqs grow because the store numbers requests in the order it applies
+// them. Times need not: a log read back from etcd carries each writer's
+// own send time in commit order.
+func (e *Entry) validate(before []Entry) error {
+	switch {
+	case e.Outcome != Accepted && e.Outcome != Rejected:
+		return fmt.Errorf("unknown outcome %q", e.Outcome)
+	case e.Op != "read" && e.Op != "write":
+		return fmt.Errorf("unknown op %q", e.Op)
+	case e.Time < 0:
+		return fmt.Errorf("seq %d: negative time %d", e.Seq, e.Time)
+	case e.Req == "":
+		return fmt.Errorf("seq %d: no req", e.Seq)
+	case len(before) > 0 && e.Seq <= before[len(before)-1].Seq:
+		return fmt.Errorf("seq %d does not follow %d", e.Seq, before[len(before)-1].Seq)
+	}
+	return nil
 }

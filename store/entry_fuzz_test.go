@@ -11,8 +11,8 @@ import (
 )
 
 // FuzzReadLog holds ReadLog to its contract on arbitrary bytes: no panic,
-// exactly the logs whose every line is a read or write with a known outcome
-// are accepted, and an accepted log reads back the same after being written
+// exactly the logs whose every line is a read or write with a known outcome,
+// a req and a time, numbered in growing seqs, are accepted, and an accepted log reads back the same after being written
 // out the way the server writes it.
 func FuzzReadLog(f *testing.F) {
 	golden, err := filepath.Glob(filepath.Join("..", "checkers", "testdata", "*", "store.log"))
@@ -29,10 +29,12 @@ func FuzzReadLog(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("\r\n\n"))
 	f.Add([]byte(`{"seq":0,"req":"c1-1","client":"c1","op":"write","key":"x","value":1,"outcome":"accepted"}` + "\r\n"))
-	f.Add([]byte(`{"seq":0,"op":"read","outcome":"rejected","reason":"stale token 1 < 2"}`))
-	f.Add([]byte(`{"seq":0,"op":"read","outcome":"accepted"}` + "\n{\"seq\":1,\"op\":\"wri"))
-	f.Add([]byte(`{"seq":0,"op":"delete","outcome":"accepted"}`))
-	f.Add([]byte(`{"seq":0,"op":"read","outcome":"accepted","set":[]}` + "\n" + `{"seq":1,"op":"write","outcome":"accepted","set":[1,2]}`))
+	f.Add([]byte(`{"seq":0,"req":"r","op":"read","outcome":"rejected","reason":"stale token 1 < 2"}`))
+	f.Add([]byte(`{"seq":0,"req":"r","op":"read","outcome":"accepted"}` + "\n{\"seq\":1,\"op\":\"wri"))
+	f.Add([]byte(`{"seq":0,"req":"r","op":"delete","outcome":"accepted"}`))
+	f.Add([]byte(`{"seq":0,"req":"r","op":"read","outcome":"accepted","set":[]}` + "\n" + `{"seq":1,"req":"w","op":"write","outcome":"accepted","set":[1,2]}`))
+	f.Add([]byte(`{"seq":1,"req":"r","op":"read","outcome":"accepted"}` + "\n" + `{"seq":1,"req":"w","op":"write","outcome":"accepted"}`))
+	f.Add([]byte(`{"seq":0,"time":-5,"req":"r","op":"read","outcome":"accepted"}`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, err := ReadLog(bytes.NewReader(data))
@@ -75,7 +77,8 @@ func FuzzReadLog(f *testing.F) {
 	})
 }
 
-// readLogOracle judges each line of data on its own.
+// readLogOracle judges each line of data on its own and against the one
+// before it.
 func readLogOracle(data []byte) ([]Entry, error) {
 	var out []Entry
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -90,6 +93,9 @@ func readLogOracle(data []byte) ([]Entry, error) {
 		}
 		if (e.Outcome != Accepted && e.Outcome != Rejected) || (e.Op != "read" && e.Op != "write") {
 			return nil, fmt.Errorf("op %q, outcome %q", e.Op, e.Outcome)
+		}
+		if e.Time < 0 || e.Req == "" || (len(out) > 0 && e.Seq <= out[len(out)-1].Seq) {
+			return nil, fmt.Errorf("time %d, req %q, seq %d", e.Time, e.Req, e.Seq)
 		}
 		out = append(out, e)
 	}

@@ -24,7 +24,10 @@ func newCheckCmd() *cobra.Command {
 				return fail(exitUsage, fmt.Errorf("--check-timeout must be positive, got %s", checkTO))
 			}
 			rep, err := runner.Check(args[0], checkTO)
-			if err != nil {
+			switch {
+			case runner.IsBadInput(err):
+				return fail(exitUsage, err)
+			case err != nil:
 				return fail(exitHarness, err)
 			}
 			rep.Print(os.Stdout)

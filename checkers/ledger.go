@@ -1,0 +1,178 @@
+package checkers
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/store"
+)
+
+// ledger joins a run's two records of the same requests: the history (what
+// the clients asked and were told) and the store log (what the store
+// applied). The counter and the set workload share it, so both refuse to
+// judge a run whose records disagree, and name the first disagreement.
+type ledger struct {
+	// log is the store log on the checked key.
+	log []store.Entry
+	// pos is each req's first entry in log.
+	pos map[string]int
+	// writes are the history's writes on the key, in invocation order.
+	writes []writeOp
+	// writeAt is, per log position, the write in writes that the entry
+	// carries out, -1 for none. Positions, not maps, join the records
+	// after the one lookup by req: the checkers run on millions of events.
+	writeAt []int32
+	// readsLogged: the store logs reads. The lockbench store does; a store
+	// kept in etcd logs only the writes that committed.
+	readsLogged bool
+	// mismatch is the first disagreement between the records, "" if none.
+	mismatch string
+}
+
+// writeOp is a write the history records, with the read its section made.
+type writeOp struct {
+	req, client string
+	token       int64
+	typ         history.Type
+	// at is the position of the write's first entry in the log, -1 if
+	// the log lacks it.
+	at int
+	// readAt is the log position of the client's last read before the
+	// write, the read the written value was computed from; -1 if the log
+	// lacks it.
+	readAt int
+	// value is the element a set write adds; unused for the counter.
+	value *int64
+	event int64 // the write's invocation, by history index
+}
+
+// newLedger cross-checks in's records on its key.
+func newLedger(in Input) *ledger {
+	l := &ledger{log: storeOnKey(in.Store, in.Key)}
+	l.pos = make(map[string]int, len(l.log))
+	l.writeAt = make([]int32, len(l.log))
+	invoked := make([]bool, len(l.log))
+	for i := range l.log {
+		e := &l.log[i]
+		if j, ok := l.pos[e.Req]; ok {
+			l.disagree("the store log has req %q twice (seq %d and %d)", e.Req, l.log[j].Seq, e.Seq)
+		} else {
+			l.pos[e.Req] = i
+		}
+		l.readsLogged = l.readsLogged || e.Op == "read"
+		l.writeAt[i] = -1
+	}
+	h := in.History
+	refs, procs := history.Refs(h)
+	lastRead := make([]int, procs) // per process, the log position of its last read
+	for p := range lastRead {
+		lastRead[p] = -1
+	}
+	for _, o := range refs {
+		call, ret := &h[o.Call], &h[o.Ret]
+		if o.Lone() || !onKey(call, in.Key) || (call.F != history.Read && call.F != history.Write) {
+			continue
+		}
+		typ := o.Type(h)
+		at, inLog := l.pos[call.Req]
+		var e store.Entry
+		if inLog {
+			e, invoked[at] = l.log[at], true
+		} else {
+			at = -1
+		}
+		if call.F == history.Read {
+			lastRead[o.Proc] = at
+			if typ == history.OK && l.readsLogged {
+				switch {
+				case !inLog || e.Outcome != store.Accepted:
+					l.disagree("read %q by %s (event %d) returned a value but the store log %s", call.Req, call.Process, ret.Index, storeSays(e, inLog))
+				case !sameRead(ret, e):
+					l.disagree("read %q by %s (event %d) returned %s but the store log has it return %s at seq %d",
+						call.Req, call.Process, ret.Index, readValue(ret.Value, ret.Set), readValue(&e.Value, e.Set), e.Seq)
+				}
+			}
+			continue
+		}
+		if inLog {
+			l.writeAt[at] = int32(len(l.writes))
+		}
+		l.writes = append(l.writes, writeOp{req: call.Req, client: call.Process, token: call.Token, typ: typ,
+			at: at, readAt: lastRead[o.Proc], value: call.Value, event: call.Index})
+		switch {
+		case typ == history.OK && (call.Req == "" || !inLog || e.Outcome != store.Accepted):
+			l.disagree("write %q by %s (event %d) was acknowledged but the store log %s", call.Req, call.Process, ret.Index, storeSays(e, inLog))
+		case typ == history.Fail && inLog && e.Outcome == store.Accepted:
+			l.disagree("write %q by %s (event %d) failed but the store log has it accepted at seq %d", call.Req, call.Process, ret.Index, e.Seq)
+		}
+	}
+	for i := range l.log {
+		if e := &l.log[i]; !invoked[i] && l.pos[e.Req] == i {
+			l.disagree("the store log has a %s (req %q by %s, seq %d) that the history never invoked", e.Op, e.Req, e.Client, e.Seq)
+			break
+		}
+	}
+	return l
+}
+
+// disagree keeps the first disagreement.
+func (l *ledger) disagree(format string, args ...any) {
+	if l.mismatch == "" {
+		l.mismatch = fmt.Sprintf(format, args...)
+	}
+}
+
+// unknown makes r unknown when the records disagree; it reports whether
+// they did. A checker does not judge a run its own evidence contradicts.
+func (l *ledger) unknown(r *Result) bool {
+	if l.mismatch == "" {
+		return false
+	}
+	r.Valid = Unknown
+	r.Reason = "the history and the store log disagree: " + l.mismatch
+	return true
+}
+
+func storeSays(e store.Entry, inLog bool) string {
+	if !inLog {
+		return "has no such request"
+	}
+	return fmt.Sprintf("has it %s at seq %d", e.Outcome, e.Seq)
+}
+
+// sameRead compares what a read returned in the history and in the log.
+func sameRead(ret *history.Event, e store.Entry) bool {
+	// A set read carries no value, and an empty set carries nothing at all.
+	if ret.Value == nil {
+		a, b := slices.Clone(ret.Set), slices.Clone(e.Set)
+		slices.Sort(a)
+		slices.Sort(b)
+		return slices.Equal(a, b)
+	}
+	return ret.Value != nil && *ret.Value == e.Value
+}
+
+func readValue(v *int64, set []int64) string {
+	switch {
+	case set != nil:
+		return describeSet(set)
+	case v == nil:
+		return "nothing"
+	}
+	return fmt.Sprint(*v)
+}
+
+// describeSet names a set for people: small sets whole, large ones by
+// their ends and size.
+func describeSet(set []int64) string {
+	s := slices.Clone(set)
+	slices.Sort(s)
+	switch {
+	case len(s) == 0:
+		return "{}"
+	case len(s) <= 4:
+		return fmt.Sprint(s)
+	}
+	return fmt.Sprintf("[%d %d … %d] (%d elements)", s[0], s[1], s[len(s)-1], len(s))
+}
