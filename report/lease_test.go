@@ -24,7 +24,14 @@ func leaseRun(t *testing.T, golden, backend string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	test, err := json.Marshal(map[string]any{"name": golden, "config": map[string]any{"backend": backend, "ttl": "2s", "seed": 1}})
+	return leasePage(t, golden, backend, h, log, "")
+}
+
+// leasePage renders a history and store log as a checked run, with the
+// given verdict or, if "", the checkers'.
+func leasePage(t *testing.T, name, backend string, h []history.Event, log []store.Entry, verdict checkers.Verdict) string {
+	t.Helper()
+	test, err := json.Marshal(map[string]any{"name": name, "config": map[string]any{"backend": backend, "ttl": "2s", "seed": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +40,11 @@ func leaseRun(t *testing.T, golden, backend string) string {
 	for _, c := range checkers.All(0) {
 		rs = append(rs, c.Check(in))
 	}
+	if verdict == "" {
+		verdict = checkers.Overall(rs)
+	}
 	out := t.TempDir()
-	if err := Write(out, Input{Test: test, History: h, Store: log, Results: rs, Verdict: checkers.Overall(rs), Key: "x"}); err != nil {
+	if err := Write(out, Input{Test: test, History: h, Store: log, Results: rs, Verdict: verdict, Key: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	return readFile(t, out, HTMLFile)
@@ -79,6 +89,28 @@ func TestLeaseSection(t *testing.T) {
 	lease = between(t, leaseRun(t, "bound-etcd", "etcd"), `<section id="lease">`, "</section>")
 	if !strings.Contains(lease, "2 ok, 0 failed") || !strings.Contains(lease, "min 1333.0 ms") || strings.Contains(lease, "lock wait (acquire invoked") {
 		t.Errorf("etcd lease section: %s", lease)
+	}
+
+	// A valid run whose only fault opened no window says it is weak
+	// evidence where its verdict is.
+	var quiet []history.Event
+	for i := range 6 {
+		tm, tok := int64(i)*100e6, int64(i+1)
+		quiet = append(quiet,
+			history.Event{Time: tm + 1e6, Process: "c1", Type: history.Invoke, F: history.Acquire},
+			history.Event{Time: tm + 2e6, Process: "c1", Type: history.OK, F: history.Acquire, Token: tok, Attempt: tm + 1e6},
+			history.Event{Time: tm + 3e6, Process: "c1", Type: history.Invoke, F: history.Release, Token: tok},
+			history.Event{Time: tm + 4e6, Process: "c1", Type: history.OK, F: history.Release, Token: tok})
+	}
+	quiet = append(quiet, history.Event{Time: 700e6, Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: "partition", Targets: []string{"r2"}})
+	for i := range quiet {
+		quiet[i].Index = int64(i)
+	}
+	// Its data verdicts do not matter here (it has no sections): the
+	// page is drawn as if the run were valid.
+	page = leasePage(t, "quiet", "redis", quiet, nil, checkers.Valid)
+	if !strings.Contains(page, `id="evidence">`+checkers.WeakEvidence) {
+		t.Errorf("no weak evidence next to the verdict")
 	}
 
 	lease = between(t, leaseRun(t, "two-holders", "cas"), `<section id="lease">`, "</section>")
