@@ -56,7 +56,7 @@ FUZZTIME ?= 30s
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./history/
 	go test -run '^$$' -fuzz '^FuzzReadLog$$' -fuzztime $(FUZZTIME) ./store/
-	for f in FuzzLinearizable FuzzLinearizablePieces FuzzFence FuzzLostUpdates FuzzOverall; do \
+	for f in FuzzLinearizable FuzzLinearizablePieces FuzzFence FuzzLostUpdates FuzzExclusion FuzzOverall; do \
 	  go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./checkers/ || exit 1; done
 
 # docker-compose.yml is rendered from the topologies the harness runs.

@@ -18,14 +18,15 @@ func benchCheckers(set bool) []Checker {
 	if set {
 		return []Checker{SetView{Linearizable{Timeout: benchLinearTimeout}}, LostElements{}}
 	}
-	return []Checker{Linearizable{Timeout: benchLinearTimeout}, Fence{}, LostUpdates{}, Progress{MinSections: 5}}
+	return []Checker{Linearizable{Timeout: benchLinearTimeout}, Fence{}, LostUpdates{}, Exclusion{}, Progress{MinSections: 5}}
 }
 
 // wantVerdict is what a generated run must get: clean runs pass every
 // checker, and every stale holder breaks the safety checkers (progress
-// only asks that work got done before the first fault).
+// only asks that work got done before the first fault, and a stale holder
+// is granted nothing while another's lease holds: exclusion holds).
 func wantVerdict(spec runSpec, checker string) Verdict {
-	if spec.stale && checker != (Progress{}).Name() {
+	if spec.stale && checker != (Progress{}).Name() && checker != (Exclusion{}).Name() {
 		return Invalid
 	}
 	return Valid

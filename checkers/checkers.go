@@ -37,6 +37,8 @@ type Input struct {
 	Store   []store.Entry   `json:"store"`
 	// Key is the counter's key; "" takes every key.
 	Key string `json:"key"`
+	// Lease describes the lock's leases, for the exclusion checker.
+	Lease Lease `json:"lease"`
 	// Name, when set, names a value for people: the set workload checks
 	// sets numbered as counter values, and its messages must show sets.
 	Name valueNamer `json:"-"`
@@ -74,6 +76,12 @@ type Result struct {
 	Counts map[string]int64 `json:"counts"`
 	// Anomalies holds at most maxAnomalies entries; Counts has the totals.
 	Anomalies []Anomaly `json:"anomalies,omitempty"`
+	// Windows are periods worth seeing on a timeline (exclusion checker:
+	// two certain holders, stale beliefs); at most maxAnomalies.
+	Windows []Window `json:"windows,omitempty"`
+	// Faults is what each injected fault did to the holders (exclusion
+	// checker).
+	Faults []FaultEffect `json:"faults,omitempty"`
 }
 
 // Checker judges one property of a run.
@@ -89,7 +97,7 @@ const maxAnomalies = 100
 // All returns every checker, in the order results are reported.
 // linearTimeout bounds the linearizability search; 0 means no bound.
 func All(linearTimeout time.Duration) []Checker {
-	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}, Progress{MinSections: 5}}
+	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}, Exclusion{}, Progress{MinSections: 5}}
 }
 
 // Overall combines verdicts: any invalid result makes the run invalid, and

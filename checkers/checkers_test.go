@@ -450,7 +450,7 @@ func serialHistory(n int) Input {
 		p, tok, v := fmt.Sprintf("c%d", i%5+1), int64(i+1), int64(i)
 		read, write := fmt.Sprintf("%s-r%d", p, i), fmt.Sprintf("%s-w%d", p, i)
 		ev(p, history.Invoke, history.Acquire, history.Event{})
-		ev(p, history.OK, history.Acquire, history.Event{Token: tok})
+		ev(p, history.OK, history.Acquire, history.Event{Token: tok, Attempt: tm + 5})
 		ev(p, history.Invoke, history.Read, history.Event{Key: "x", Token: tok, Req: read})
 		in.Store = append(in.Store, store.Entry{Seq: int64(len(in.Store) + 1), Time: tm + 5, Req: read, Client: p,
 			Op: "read", Key: "x", Token: tok, Value: v, Prev: v, Outcome: store.Accepted})
@@ -463,6 +463,7 @@ func serialHistory(n int) Input {
 		ev(p, history.OK, history.Release, history.Event{Token: tok})
 	}
 	in.Key = "x"
+	in.Lease = Lease{Backend: "redis", TTL: 2e9}
 	return in
 }
 
@@ -519,7 +520,7 @@ func TestAllOrder(t *testing.T) {
 	for _, c := range All(time.Second) {
 		names = append(names, c.Name())
 	}
-	if want := []string{"linearizable", "fence", "lost-updates", "progress"}; !slices.Equal(names, want) {
+	if want := []string{"linearizable", "fence", "lost-updates", "exclusion", "progress"}; !slices.Equal(names, want) {
 		t.Errorf("All() = %v, want %v", names, want)
 	}
 }

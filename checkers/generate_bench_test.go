@@ -98,7 +98,9 @@ func generateRun(spec runSpec) Input {
 		c := r.nextHolder(free)
 		granted := max(free, c.askedAt) + r.between(simStep/4, simStep)
 		r.token++
-		r.emit(c.name, history.OK, history.Acquire, granted, history.Event{Token: r.token})
+		// The granting attempt left a quarter step before the grant, at
+		// the earliest when the client asked.
+		r.emit(c.name, history.OK, history.Acquire, granted, history.Event{Token: r.token, Attempt: granted - simStep/4, TTL: simLeaseTTL})
 		c.busy = true
 		if staleAt[s] {
 			free = r.staleHolder(c, granted)
@@ -128,7 +130,7 @@ func generateRun(spec runSpec) Input {
 	for i := range r.log {
 		r.log[i].Seq = int64(i)
 	}
-	return roundTrip(Input{History: r.h, Store: r.log, Key: "x"})
+	return roundTrip(Input{History: r.h, Store: r.log, Key: "x", Lease: Lease{Backend: "redis", TTL: simLeaseTTL}})
 }
 
 // roundTrip writes a run out and reads it back as a check does: decoding

@@ -151,6 +151,7 @@ func newGen(bases []Input, prog []byte) *gen {
 		g.fence = store.FenceWrites
 	}
 	g.c.in.Key = "x"
+	g.c.in.Lease = Lease{Backend: "redis", TTL: genTTL}
 	g.keys = []string{"x"}
 	switch {
 	case flags&genAllKeys != 0:
@@ -191,6 +192,10 @@ func newGen(bases []Input, prog []byte) *gen {
 	g.baseEvents, g.baseSeq = len(base.History), g.seq
 	return g
 }
+
+// genTTL is the generated lock's lease: the runs' clock steps are
+// milliseconds to a second, so leases outlast some sections and not others.
+const genTTL = 2e9
 
 func (g *gen) run() {
 	for r := 0; r < g.rounds; r++ {
@@ -378,7 +383,8 @@ func (g *gen) acquire(p string, force bool) (int64, bool) {
 		tok = g.token
 		g.c.grants++
 	}
-	g.emit(p, history.OK, history.Acquire, history.Event{Token: tok})
+	// The granting attempt was sent after the last thing that happened.
+	g.emit(p, history.OK, history.Acquire, history.Event{Token: tok, Attempt: g.now, TTL: genTTL})
 	return tok, true
 }
 

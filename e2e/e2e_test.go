@@ -164,6 +164,50 @@ func pausedClients(t *testing.T, dir string) map[string]bool {
 	return paused
 }
 
+// staleWindows checks that the exclusion checker held and reported the
+// stale windows the pauses opened, each with its bounds, credited to a
+// fault that hit a holder, and drawn on report.html; it returns them.
+func staleWindows(t *testing.T, dir string) []checkers.Window {
+	t.Helper()
+	ex := checker(t, readReport(t, dir), "exclusion")
+	if ex.Valid != checkers.Valid {
+		t.Fatalf("exclusion: %s (%s), want valid: a pause breaks no promise of the lock", ex.Valid, ex.Summary)
+	}
+	var stale []checkers.Window
+	for _, w := range ex.Windows {
+		if w.Kind != "stale-belief" {
+			continue
+		}
+		stale = append(stale, w)
+		if w.From >= w.To || w.Fault < 0 || !strings.Contains(w.Message, "valid at least until") {
+			t.Errorf("stale window %+v: want bounds, a fault and the lease's expiry told", w)
+		}
+	}
+	if len(stale) == 0 || ex.Counts["stale_beliefs"] != int64(len(stale)) {
+		t.Fatalf("stale windows %+v, counts %v: the pauses opened none", ex.Windows, ex.Counts)
+	}
+	var opened int64
+	for _, f := range ex.Faults {
+		opened += f.StaleWindows
+		if f.StaleWindows > 0 && !f.HitHolder {
+			t.Errorf("fault %+v opened a window but is not said to have hit a holder", f)
+		}
+	}
+	if opened != int64(len(stale)) {
+		t.Errorf("faults opened %d windows, the checker found %d", opened, len(stale))
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stale-belief-window", "TTL sizing", "renewal round trip", "fault-efficacy"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html has no %q", want)
+		}
+	}
+	return stale
+}
+
 // verdictExit is the exit status of each verdict, as Jepsen's.
 var verdictExit = map[checkers.Verdict]int{checkers.Valid: 0, checkers.Invalid: 1, checkers.Unknown: 2}
 
@@ -229,6 +273,15 @@ func TestPauseWithoutFenceLosesUpdates(t *testing.T) {
 	if lin := checker(t, rep, "linearizable"); lin.Valid != checkers.Invalid {
 		t.Errorf("linearizable: %s, want invalid", lin.Valid)
 	}
+	// The lock kept its promise; the paused holders outlived their leases
+	// and wrote inside the windows that opened.
+	var writes int64
+	for _, w := range staleWindows(t, r.dir) {
+		writes += w.Writes
+	}
+	if writes == 0 {
+		t.Error("no write was attempted inside a stale window, yet a stale write was accepted")
+	}
 	if !strings.Contains(r.stdout, "stale-write-accepted") || !strings.Contains(r.stdout, "verdict: invalid") {
 		t.Error("the printed verdict does not name the stale write")
 	}
@@ -280,6 +333,10 @@ func TestPauseWithFenceIsSafe(t *testing.T) {
 	}
 	if rejected == 0 {
 		t.Error("no stale request was rejected: the pauses never produced a stale holder")
+	}
+	staleWindows(t, r.dir)
+	if rep := readReport(t, r.dir); rep.Evidence != "" {
+		t.Errorf("evidence %q: the pauses did reach holders", rep.Evidence)
 	}
 	recheck(t, r.dir, checkers.Valid)
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/clusters"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/nemesis"
@@ -282,24 +285,79 @@ func TestFaultFailoverPromotesReplica(t *testing.T) {
 
 // Whole runs under the service-side faults that break an unfenced lock: a
 // clock jump or a restart without persistence on Redis, and a Sentinel
-// failover, each let a second client take a lock that is still held.
+// failover. The clock jump and the failover let a second client take a
+// lock whose lease is still certainly valid, and the exclusion checker says
+// so whatever the fence: the failover run fences every request and is
+// invalid all the same. A restart may land between holdings and only
+// forget the token counter, which the fence checker finds.
 func TestFaultRunsFindTwoHolders(t *testing.T) {
-	for _, args := range [][]string{
-		{"--backend", "redis", "--nemesis", "clock"},
-		{"--backend", "redis", "--nemesis", "kill", "--redis-persistence", "none"},
-		{"--backend", "redis-sentinel", "--nemesis", "failover"},
+	for _, c := range []struct {
+		args []string
+		// exclusion: the run must break exclusion; fence: the fence checker
+		// must find the two holders.
+		exclusion, fence bool
+	}{
+		{[]string{"--backend", "redis", "--nemesis", "clock", "--fence", "none"}, true, true},
+		{[]string{"--backend", "redis", "--nemesis", "kill", "--redis-persistence", "none", "--fence", "none"}, false, true},
+		{[]string{"--backend", "redis-sentinel", "--nemesis", "failover", "--fence", "all"}, true, false},
 	} {
-		t.Run(strings.Join(args[1:], "-"), func(t *testing.T) {
-			r := lockbench(t, nil, append([]string{"run", "--fence", "none", "--time-limit", "25s", "--seed", "41"}, args...)...)
+		t.Run(strings.Join(c.args[1:], "-"), func(t *testing.T) {
+			r := lockbench(t, nil, append([]string{"run", "--time-limit", "25s", "--seed", "41"}, c.args...)...)
 			defer assertNothingLeft(t, r.runID)
 			if r.exit != 1 {
 				t.Fatalf("exit %d, want 1 (invalid)", r.exit)
 			}
 			rep := readReport(t, r.dir)
-			fence := checker(t, rep, "fence")
-			if fence.Valid != "invalid" || len(fence.Anomalies) == 0 || len(fence.Anomalies[0].Clients) < 2 {
-				t.Fatalf("fence: %s %+v: want the two holders named", fence.Valid, fence.Anomalies)
+			if c.exclusion {
+				ex := checker(t, rep, "exclusion")
+				if ex.Valid != checkers.Invalid || len(ex.Anomalies) == 0 || len(ex.Anomalies[0].Clients) != 2 {
+					t.Fatalf("exclusion: %s %+v: want the two holders named", ex.Valid, ex.Anomalies)
+				}
+				if a := ex.Anomalies[0]; !strings.Contains(a.Message, "certainly valid until") || a.Clients[0] == a.Clients[1] {
+					t.Errorf("two-holders anomaly: %+v", a)
+				}
+				if !strings.Contains(r.stdout, "two-holders") {
+					t.Error("the printed verdict does not name the two holders")
+				}
+				page, err := os.ReadFile(filepath.Join(r.dir, "report.html"))
+				if err != nil || !strings.Contains(string(page), "two-holders-window") {
+					t.Errorf("report.html draws no two-holders window (%v)", err)
+				}
+			}
+			if c.fence {
+				fence := checker(t, rep, "fence")
+				if fence.Valid != "invalid" || len(fence.Anomalies) == 0 || len(fence.Anomalies[0].Clients) < 2 {
+					t.Fatalf("fence: %s %+v: want the two holders named", fence.Valid, fence.Anomalies)
+				}
 			}
 		})
+	}
+}
+
+// A fault that cannot put a holder past its lease (a pause far shorter
+// than the TTL, which renewals outlast) leaves a valid run that says it
+// is weak evidence.
+func TestFaultThatReachesNoHolderIsWeakEvidence(t *testing.T) {
+	r := lockbench(t, nil, "run", "--backend", "redis", "--nemesis", "pause", "--fault-duration", "200ms",
+		"--nemesis-interval", "1s", "--time-limit", "8s", "--seed", "5")
+	defer assertNothingLeft(t, r.runID)
+	if r.exit != 0 {
+		t.Fatalf("exit %d, want 0 (valid)", r.exit)
+	}
+	rep := readReport(t, r.dir)
+	if rep.Evidence != checkers.WeakEvidence {
+		t.Errorf("evidence %q, want %q", rep.Evidence, checkers.WeakEvidence)
+	}
+	if !strings.Contains(r.stdout, "verdict: "+checkers.WeakEvidence) {
+		t.Errorf("the printed verdict does not say it is weak:\n%s", r.stdout)
+	}
+	ex := checker(t, rep, "exclusion")
+	if ex.Counts["faults"] == 0 || ex.Counts["faults_effective"] != 0 || len(ex.Faults) == 0 {
+		t.Fatalf("exclusion counts %v, faults %+v: want faults that opened no window", ex.Counts, ex.Faults)
+	}
+	for _, f := range ex.Faults {
+		if f.StaleWindows != 0 || f.StaleWrites != 0 {
+			t.Errorf("fault %+v opened a window", f)
+		}
 	}
 }

@@ -37,6 +37,9 @@ const (
 	Write     = "write"
 	Release   = "release"
 	LeaseLost = "lease-lost"
+	// Renew is an extension of a lease (a Redis PEXPIRE, a Redlock Extend, an
+	// etcd keep-alive), recorded under the client's lease process.
+	Renew = "renew"
 	// Nemesis operations: a fault starts and a fault is healed.
 	Start = "start"
 	Stop  = "stop"
@@ -45,12 +48,26 @@ const (
 // Nemesis is the process name of the fault injector.
 const Nemesis = "nemesis"
 
+// leaseSuffix names a client's lease process: "c3/lease" records c3's
+// renewals, which run beside its operations, so that pairing by position
+// (one operation outstanding per process) holds for both.
+const leaseSuffix = "/lease"
+
+// LeaseProcess is the name of client's lease process.
+func LeaseProcess(client string) string { return client + leaseSuffix }
+
+// LeaseOwner is the client whose lease process is process; ok is false for
+// any other process.
+func LeaseOwner(process string) (string, bool) {
+	return strings.CutSuffix(process, leaseSuffix)
+}
+
 // operations are the event names a history may hold, and whether each is
 // a lone event, one that stands for itself with no invocation.
 var operations = map[string]bool{
 	Acquire: false, Read: false, Write: false, Release: false,
-	LeaseLost: true,
-	Start:     false, Stop: false,
+	LeaseLost: true, Renew: false,
+	Start: false, Stop: false,
 }
 
 // Event is one line of history.jsonl.
@@ -76,6 +93,15 @@ type Event struct {
 	Shape   string   `json:"shape,omitempty"`
 	Targets []string `json:"targets,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// Attempt is, on an acquire ok, when the request that took the lock was
+	// sent: a client retries while the lock is taken, and the lease starts
+	// with the last attempt, not with the wait. On etcd, whose lock lives as
+	// long as the session's lease, it is when the newest grant or keep-alive
+	// of that lease acknowledged before the lock was taken was sent.
+	Attempt int64 `json:"attempt,omitempty"`
+	// TTL is the lease's time to live in ns, as granted by the acquire ok or
+	// the renew ok it is on.
+	TTL int64 `json:"ttl,omitempty"`
 }
 
 // Int returns a pointer to v, for Event.Value.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -16,7 +17,8 @@ type EtcdConfig struct {
 	Endpoints []string
 	Key       string // the lock's prefix
 	// TTL is the session lease's time to live; etcd counts it in whole seconds.
-	TTL time.Duration
+	TTL   time.Duration
+	Trace Trace
 }
 
 // Etcd is etcd's own lock recipe: one Session (a lease kept alive in the
@@ -28,8 +30,31 @@ type Etcd struct {
 	cli *clientv3.Client
 
 	mu      sync.Mutex
-	session *concurrency.Session
+	session *etcdSession
 	held    *concurrency.Mutex
+}
+
+// etcdSession is a Session on a lease this client granted itself, with its
+// own keep-alives beside the Session's. The Session's keep-alives cannot be
+// observed (their send times are private to the client library), so the
+// lease is proved by the grant and by the keep-alives sent here: each
+// acknowledged one was sent before the leader reset the lease's expiry to
+// its TTL from then. The Session's own keep-alives can only make the lease
+// last longer than that proof says, so the proof stays a lower bound.
+type etcdSession struct {
+	s *concurrency.Session
+	// done is closed when the keep-alive loop has returned.
+	done chan struct{}
+
+	mu   sync.Mutex
+	sent int64 // the newest acknowledged grant or keep-alive's send time
+	ttl  time.Duration
+}
+
+func (s *etcdSession) granted() (int64, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent, s.ttl
 }
 
 // NewEtcd connects to the cluster.
@@ -49,35 +74,80 @@ func (e *Etcd) Close() error {
 	e.mu.Lock()
 	s := e.session
 	e.mu.Unlock()
-	var errs []error
 	if s != nil {
+		s.s.Orphan()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, _ = e.cli.Revoke(ctx, s.Lease())
+		_, _ = e.cli.Revoke(ctx, s.s.Lease())
 		cancel()
+		<-s.done
 	}
-	errs = append(errs, e.cli.Close())
-	return errors.Join(errs...)
+	return e.cli.Close()
 }
 
 // liveSession returns the client's session, starting a new one when the
 // last one's lease is gone: a lost lease never comes back.
-func (e *Etcd) liveSession(ctx context.Context) (*concurrency.Session, error) {
+func (e *Etcd) liveSession(ctx context.Context) (*etcdSession, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.session != nil {
 		select {
-		case <-e.session.Done():
+		case <-e.session.s.Done():
+			// One keep-alive loop at a time, so that the lease's record
+			// has one renewal outstanding at a time.
+			<-e.session.done
 			e.session = nil
 		default:
 			return e.session, nil
 		}
 	}
-	s, err := concurrency.NewSession(e.cli, concurrency.WithTTL(int(e.cfg.TTL/time.Second)), concurrency.WithContext(context.Background()))
+	sent := now(e.cfg.Trace)
+	grant, err := e.cli.Grant(ctx, int64(e.cfg.TTL/time.Second))
 	if err != nil {
+		return nil, fmt.Errorf("grant lease: %w", err)
+	}
+	s, err := concurrency.NewSession(e.cli, concurrency.WithLease(grant.ID), concurrency.WithContext(context.Background()))
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL)
+		defer cancel()
+		_, _ = e.cli.Revoke(ctx, grant.ID)
 		return nil, err
 	}
-	e.session = s
-	return s, nil
+	es := &etcdSession{s: s, done: make(chan struct{}), sent: sent, ttl: time.Duration(grant.TTL) * time.Second}
+	go e.keepAlive(es)
+	e.session = es
+	return es, nil
+}
+
+// keepAlive sends a keep-alive every third of the TTL until the session
+// ends, as the Session itself does, and records each one.
+func (e *Etcd) keepAlive(es *etcdSession) {
+	defer close(es.done)
+	tick := time.NewTicker(e.cfg.TTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-es.s.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL/3)
+		sent := now(e.cfg.Trace)
+		done := renewing(e.cfg.Trace)
+		resp, err := e.cli.KeepAliveOnce(ctx, es.s.Lease())
+		cancel()
+		switch {
+		case err == nil:
+			ttl := time.Duration(resp.TTL) * time.Second
+			es.mu.Lock()
+			es.sent, es.ttl = sent, ttl
+			es.mu.Unlock()
+			done(ttl, nil)
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			done(0, fmt.Errorf("%w: keep-alive: %w", ErrNotHeld, err))
+		default:
+			done(0, fmt.Errorf("%w: keep-alive: %w", ErrUnknown, err))
+		}
+	}
 }
 
 // Acquire waits for the Mutex until ctx ends.
@@ -86,7 +156,7 @@ func (e *Etcd) Acquire(ctx context.Context) (Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: session: %w", ErrNotAcquired, err)
 	}
-	m := concurrency.NewMutex(s, e.cfg.Key)
+	m := concurrency.NewMutex(s.s, e.cfg.Key)
 	if err := m.Lock(ctx); err != nil {
 		// Lock deletes its key when it gives up, so a deadline means the
 		// lock was not taken; anything else may have left it taken.
@@ -124,21 +194,25 @@ func (e *Etcd) OwnerCmp() (clientv3.Cmp, bool) {
 type etcdLease struct {
 	e     *Etcd
 	m     *concurrency.Mutex
-	s     *concurrency.Session
+	s     *etcdSession
 	token int64
 }
 
 func (l *etcdLease) Token() (int64, bool) { return l.token, true }
 
 // Lost is the session's end: its lease expired or could not be kept alive.
-func (l *etcdLease) Lost() <-chan struct{} { return l.s.Done() }
+func (l *etcdLease) Lost() <-chan struct{} { return l.s.s.Done() }
+
+// Granted is the session lease's newest proof: the lock key lives as long
+// as that lease, whenever the Mutex was taken.
+func (l *etcdLease) Granted() (int64, time.Duration) { return l.s.granted() }
 
 func (l *etcdLease) Release(ctx context.Context) error {
 	l.e.mu.Lock()
 	l.e.held = nil
 	l.e.mu.Unlock()
 	select {
-	case <-l.s.Done():
+	case <-l.s.s.Done():
 		// The lease, and the key with it, is gone.
 		return ErrNotHeld
 	default:
@@ -154,11 +228,12 @@ func (l *etcdLease) Release(ctx context.Context) error {
 // on the same session would find that key and take it again with its old
 // create revision: the same fencing token for a new acquisition. A new
 // session has a new lease, so its key, and its revision, are new.
-func (e *Etcd) dropSession(s *concurrency.Session) {
-	s.Orphan()
+func (e *Etcd) dropSession(s *etcdSession) {
+	s.s.Orphan()
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL)
 	defer cancel()
-	_, _ = e.cli.Revoke(ctx, s.Lease())
+	_, _ = e.cli.Revoke(ctx, s.s.Lease())
+	<-s.done
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.session == s {

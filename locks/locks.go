@@ -5,6 +5,7 @@ package locks
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 var (
@@ -35,4 +36,38 @@ type Lease interface {
 	Lost() <-chan struct{}
 	// Release gives the lock up and stops renewing it.
 	Release(ctx context.Context) error
+	// Granted is what proves the lease: when the request that granted it
+	// was sent, on the Trace's clock, and the time to live it was granted
+	// for. The service set the lease's expiry after that send, so the lease
+	// lasted at least until sent + ttl, less the service's own tolerance.
+	Granted() (sent int64, ttl time.Duration)
+}
+
+// Trace is told of every renewal of a lease as it happens, so that a
+// history can prove how long each lease certainly lasted. A nil Trace
+// records nothing.
+type Trace interface {
+	// Now reads the run's clock.
+	Now() int64
+	// Renew is called just before a renewal is sent; the function it
+	// returns is called with the outcome: err nil when the service renewed
+	// the lease for ttl, err wrapping ErrNotHeld
+	// when it certainly did not renew it, any other error when unknown.
+	Renew() (done func(ttl time.Duration, err error))
+}
+
+// now reads t's clock, or 0 without a Trace.
+func now(t Trace) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.Now()
+}
+
+// renewing announces a renewal to t, returning how to report its outcome.
+func renewing(t Trace) func(time.Duration, error) {
+	if t == nil {
+		return func(time.Duration, error) {}
+	}
+	return t.Renew()
 }

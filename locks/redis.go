@@ -40,6 +40,7 @@ type RedisConfig struct {
 	// Retry is the mean pause between attempts to take a held lock.
 	Retry time.Duration
 	Rand  *rand.Rand
+	Trace Trace
 }
 
 // Redis is the Redis lock, on one instance or on the primary a Sentinel
@@ -93,6 +94,7 @@ func (r *Redis) Acquire(ctx context.Context) (Lease, error) {
 	value := fmt.Sprintf("%s:%d", r.cfg.Owner, r.seq)
 	keys := []string{r.cfg.Key, r.cfg.Key + ":token"}
 	for {
+		sent := now(r.cfg.Trace)
 		token, err := acquireScript.Run(ctx, r.rdb, keys, value, r.cfg.TTL.Milliseconds()).Int64()
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -101,7 +103,7 @@ func (r *Redis) Acquire(ctx context.Context) (Lease, error) {
 			return nil, fmt.Errorf("%w: acquire: %w", ErrUnknown, err)
 		}
 		if token > 0 {
-			return r.newLease(value, token), nil
+			return r.newLease(value, token, sent), nil
 		}
 		// Jitter keeps waiting clients from retrying in lock step.
 		wait := r.cfg.Retry/2 + time.Duration(r.rand.Int64N(int64(r.cfg.Retry)+1))
@@ -117,6 +119,7 @@ type redisLease struct {
 	r      *Redis
 	value  string
 	token  int64
+	sent   int64
 	lost   chan struct{}
 	once   sync.Once
 	stop   chan struct{}
@@ -124,8 +127,8 @@ type redisLease struct {
 	closed sync.Once
 }
 
-func (r *Redis) newLease(value string, token int64) *redisLease {
-	l := &redisLease{r: r, value: value, token: token,
+func (r *Redis) newLease(value string, token, sent int64) *redisLease {
+	l := &redisLease{r: r, value: value, token: token, sent: sent,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew()
 	return l
@@ -133,6 +136,9 @@ func (r *Redis) newLease(value string, token int64) *redisLease {
 
 func (l *redisLease) Token() (int64, bool)  { return l.token, true }
 func (l *redisLease) Lost() <-chan struct{} { return l.lost }
+func (l *redisLease) Granted() (int64, time.Duration) {
+	return l.sent, l.r.cfg.TTL
+}
 
 func (l *redisLease) markLost() { l.once.Do(func() { close(l.lost) }) }
 
@@ -153,8 +159,17 @@ func (l *redisLease) renew() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		done := renewing(l.r.cfg.Trace)
 		n, err := renewScript.Run(ctx, l.r.rdb, []string{l.r.cfg.Key}, l.value, ttl.Milliseconds()).Int64()
 		cancel()
+		switch {
+		case err != nil:
+			done(0, fmt.Errorf("%w: renew: %w", ErrUnknown, err))
+		case n == 1:
+			done(ttl, nil)
+		default:
+			done(0, fmt.Errorf("%w: renew found the key gone or taken", ErrNotHeld))
+		}
 		switch {
 		case err == nil && n == 1:
 			lastGood = time.Now()

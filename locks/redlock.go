@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -25,7 +24,12 @@ type RedlockConfig struct {
 	// DriftFactor is the share of the TTL Redlock subtracts for clock drift.
 	DriftFactor float64
 	Rand        *rand.Rand
+	Trace       Trace
 }
+
+// RedlockDrift is the drift factor lockbench's Redlock clients use,
+// redsync's default.
+const RedlockDrift = 0.01
 
 // Redlock is go-redsync's Redlock. It issues no fencing token: the random
 // value that identifies a holding says nothing about order.
@@ -58,27 +62,39 @@ func (l *Redlock) Close() error {
 }
 
 // Acquire takes the lock on a majority of nodes, retrying until ctx ends.
+// It makes one redsync attempt at a time so that it knows when the attempt
+// that took the lock was sent: the lease's validity starts there.
 func (l *Redlock) Acquire(ctx context.Context) (Lease, error) {
 	m := l.rs.NewMutex(l.cfg.Key,
 		redsync.WithExpiry(l.cfg.TTL),
-		redsync.WithTries(math.MaxInt32),
-		redsync.WithDriftFactor(l.cfg.DriftFactor),
-		redsync.WithRetryDelayFunc(func(int) time.Duration {
-			return l.cfg.Retry/2 + time.Duration(l.cfg.Rand.Int64N(int64(l.cfg.Retry)+1))
-		}))
-	// redsync releases what it took on a failed attempt, so a failure here
-	// leaves this client without the lock.
-	if err := m.LockContext(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		redsync.WithTries(1),
+		redsync.WithDriftFactor(l.cfg.DriftFactor))
+	for {
+		sent := now(l.cfg.Trace)
+		// redsync releases what it took on a failed attempt, so a failure
+		// leaves this client without the lock.
+		err := m.LockContext(ctx)
+		if err == nil {
+			lease := &redlockLease{m: m, ttl: l.cfg.TTL, sent: sent, trace: l.cfg.Trace,
+				lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+			go lease.extend()
+			return lease, nil
+		}
+		// Jitter keeps waiting clients from retrying in lock step.
+		wait := l.cfg.Retry/2 + time.Duration(l.cfg.Rand.Int64N(int64(l.cfg.Retry)+1))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		case <-time.After(wait):
+		}
 	}
-	lease := &redlockLease{m: m, ttl: l.cfg.TTL, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go lease.extend()
-	return lease, nil
 }
 
 type redlockLease struct {
 	m      *redsync.Mutex
 	ttl    time.Duration
+	sent   int64
+	trace  Trace
 	lost   chan struct{}
 	once   sync.Once
 	stop   chan struct{}
@@ -89,6 +105,9 @@ type redlockLease struct {
 func (l *redlockLease) Token() (int64, bool)  { return 0, false }
 func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
 func (l *redlockLease) markLost()             { l.once.Do(func() { close(l.lost) }) }
+func (l *redlockLease) Granted() (int64, time.Duration) {
+	return l.sent, l.ttl
+}
 
 // extend calls Extend every third of the TTL, as redsync users keep a lock
 // while they work; an extension that fails to reach a majority in time
@@ -104,8 +123,16 @@ func (l *redlockLease) extend() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-		ok, _ := l.m.ExtendContext(ctx)
+		done := renewing(l.trace)
+		ok, err := l.m.ExtendContext(ctx)
 		cancel()
+		// A failed Extend may still have reached some nodes, or a quorum
+		// too late for redsync: its effect is unknown, never "not renewed".
+		if ok {
+			done(l.ttl, nil)
+		} else {
+			done(0, fmt.Errorf("%w: extend: %v", ErrUnknown, err))
+		}
 		if !ok || time.Now().After(l.m.Until()) {
 			l.markLost()
 			return

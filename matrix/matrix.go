@@ -85,6 +85,9 @@ type RunResult struct {
 	FirstAnomaly *float64 `json:"first_anomaly_s,omitempty"`
 	CyclesPerSec float64  `json:"cycles_per_s"`
 	Error        string   `json:"error,omitempty"`
+	// Evidence is checkers.WeakEvidence for a valid run whose faults never
+	// put a holder past its lease.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Outcomes of a cell against its expectation.
@@ -92,6 +95,9 @@ const (
 	Met          = "met"
 	Contradicted = "contradicted"
 	Undecided    = "unknown"
+	// Unexercised: every run was valid, but no fault ever reached a
+	// holder, so the runs could not have shown what the cell is about.
+	Unexercised = "unexercised"
 )
 
 // CellResult is a cell's runs and what they say against the expectation.
@@ -144,7 +150,7 @@ func result(cfg runner.Config, rep *runner.Report, err error) RunResult {
 	if rep == nil {
 		return r
 	}
-	r.Verdict, r.Dir = rep.Verdict, rep.Dir
+	r.Verdict, r.Dir, r.Evidence = rep.Verdict, rep.Dir, rep.Evidence
 	if err != nil {
 		// An interrupted or broken run judged its partial history: that
 		// is no verdict on the cell.
@@ -170,13 +176,20 @@ func result(cfg runner.Config, rep *runner.Report, err error) RunResult {
 // judge decides the cell: an expected anomaly is met once any run finds it
 // (a run that misses it proves nothing), an expected safe cell is
 // contradicted by any invalid run.
+//
+// A cell whose runs were all valid but weak evidence (no fault reached a
+// holder) is unexercised, whatever it expected: it neither meets nor
+// contradicts anything.
 func (cr *CellResult) judge() {
-	var invalid, unknown int
+	var invalid, unknown, weak int
 	for _, r := range cr.Runs {
 		switch r.Verdict {
 		case checkers.Invalid:
 			invalid++
 		case checkers.Valid:
+			if r.Evidence == checkers.WeakEvidence {
+				weak++
+			}
 		default:
 			unknown++
 		}
@@ -187,6 +200,8 @@ func (cr *CellResult) judge() {
 	switch {
 	case len(cr.Runs) == 0:
 		cr.Outcome = Undecided
+	case weak > 0 && weak == len(cr.Runs):
+		cr.Outcome = Unexercised
 	case cr.Expect == ExpectEither:
 		cr.Outcome = Met
 		if unknown == len(cr.Runs) {
@@ -202,14 +217,14 @@ func (cr *CellResult) judge() {
 }
 
 // Exit is the matrix's exit code: 1 when a cell contradicted its
-// expectation, else 2 when one was undecided, else 0.
+// expectation, else 2 when one was undecided or unexercised, else 0.
 func Exit(results []CellResult) int {
 	code := 0
 	for _, r := range results {
 		switch r.Outcome {
 		case Contradicted:
 			return 1
-		case Undecided:
+		case Undecided, Unexercised:
 			code = 2
 		}
 	}

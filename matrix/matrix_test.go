@@ -85,6 +85,27 @@ func TestJudge(t *testing.T) {
 			t.Errorf("expect %s, runs %v: %s, want %s", c.expect, c.verdicts, cr.Outcome, c.want)
 		}
 	}
+	// Valid runs whose faults reached no holder meet nothing.
+	weak := RunResult{Verdict: v, Evidence: checkers.WeakEvidence}
+	for _, c := range []struct {
+		expect string
+		runs   []RunResult
+		want   string
+	}{
+		{ExpectValid, []RunResult{weak, weak}, Unexercised},
+		{ExpectInvalid, []RunResult{weak}, Unexercised},
+		{ExpectValid, []RunResult{weak, {Verdict: v}}, Met},
+		{ExpectInvalid, []RunResult{weak, {Verdict: i}}, Met},
+	} {
+		cr := CellResult{Expect: c.expect, Runs: c.runs}
+		cr.judge()
+		if cr.Outcome != c.want {
+			t.Errorf("expect %s, runs %+v: %s, want %s", c.expect, c.runs, cr.Outcome, c.want)
+		}
+	}
+	if Exit([]CellResult{{Outcome: Met}, {Outcome: Unexercised}}) != 2 {
+		t.Error("exit code: an unexercised cell is not met")
+	}
 	if Exit([]CellResult{{Outcome: Met}, {Outcome: Undecided}}) != 2 || Exit([]CellResult{{Outcome: Undecided}, {Outcome: Contradicted}}) != 1 {
 		t.Error("exit codes: contradicted must win over unknown")
 	}

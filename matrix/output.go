@@ -35,7 +35,8 @@ func Write(dir string, s Summary) error {
 	return nil
 }
 
-var outcomeMark = map[string]string{Met: "✅ met", Contradicted: "❌ contradicted", Undecided: "⚠️ unknown"}
+var outcomeMark = map[string]string{Met: "✅ met", Contradicted: "❌ contradicted", Undecided: "⚠️ unknown",
+	Unexercised: "⚪ unexercised (no fault reached a holder)"}
 
 // Markdown is matrix.md: one row per cell, read at a glance.
 func Markdown(dir string, s Summary) string {
@@ -56,8 +57,11 @@ func Markdown(dir string, s Summary) string {
 		var cycles float64
 		for _, r := range c.Runs {
 			v := string(r.Verdict)
+			if r.Evidence != "" {
+				v += " (weak)"
+			}
 			if r.Dir != "" {
-				v = fmt.Sprintf("[%s](%s/report.html)", r.Verdict, relDir(dir, r.Dir))
+				v = fmt.Sprintf("[%s](%s/report.html)", v, relDir(dir, r.Dir))
 			}
 			verdicts = append(verdicts, v)
 			if r.FirstAnomaly != nil {
@@ -145,6 +149,9 @@ func WriteJUnit(path string, s Summary) error {
 		case Undecided:
 			suite.Skipped++
 			tc.Skipped = &junitMessage{Message: "no verdict", Text: msg}
+		case Unexercised:
+			suite.Skipped++
+			tc.Skipped = &junitMessage{Message: "valid, but no fault reached a holder", Text: msg}
 		}
 		suite.Cases = append(suite.Cases, tc)
 		suite.Tests++

@@ -50,6 +50,7 @@ type pageData struct {
 	LatencyLegend, ThroughputLegend                       []legendItem
 	Throughput                                            template.HTML
 	BucketNote                                            string
+	Lease                                                 leaseView
 	Config, Run                                           []keyValue
 	Files                                                 []string
 }
@@ -123,6 +124,8 @@ func (an *analysis) writeHTML(w io.Writer) error {
 		{"erased", "acknowledged write lost to another's", "background:linear-gradient(to top right,transparent 42%," + colStale + " 42% 62%,transparent 62%)," + colAccepted},
 		{"lease-lost", "learned lease lost", "background:none;color:" + colLeaseLost + ";font-weight:700"},
 		{"fault", "fault window (hatched: its target)", "background:repeating-linear-gradient(45deg,#ddd6fe 0 3px,#c4b5fd 3px 6px)"},
+		{"two-holders", "two holders: both leases certainly valid", template.CSS("background:" + colTwoHolders + ";opacity:0.5")},
+		{"stale-belief", "stale: believed held past its lease", template.CSS("background:" + colStaleBelief + ";opacity:0.5")},
 	}
 
 	fault := legendItem{"fault", "fault window", "background:#ddd6fe"}
@@ -160,6 +163,9 @@ func (an *analysis) writeHTML(w io.Writer) error {
 		return err
 	}
 	if d.Throughput, err = an.throughputPlot(); err != nil {
+		return err
+	}
+	if d.Lease, err = an.leaseView(); err != nil {
 		return err
 	}
 	d.BucketNote = fmt.Sprintf("Buckets of %g s by invocation time (latency) and completion time (throughput); "+

@@ -22,14 +22,16 @@ import (
 type RunSummary struct {
 	// Path is the run's directory relative to the tree's root, with
 	// slashes: <test name>/<start time>.
-	Path     string
-	Test     string
-	Start    time.Time
-	Backend  string
-	Nemesis  string
-	Fence    string
-	Seed     int64
-	Verdict  string
+	Path    string
+	Test    string
+	Start   time.Time
+	Backend string
+	Nemesis string
+	Fence   string
+	Seed    int64
+	Verdict string
+	// Evidence qualifies a valid verdict (checkers.WeakEvidence).
+	Evidence string
 	Report   bool // report.html exists
 	Problems []string
 }
@@ -107,6 +109,7 @@ func summarize(dir, test, start string) RunSummary {
 		r.Problems = append(r.Problems, err.Error())
 	default:
 		r.Verdict = cmp.Or(string(res.Verdict), VerdictUnreadable)
+		r.Evidence = res.Evidence
 	}
 	if _, err := os.Stat(filepath.Join(dir, HTMLFile)); err == nil {
 		r.Report = true
@@ -149,7 +152,7 @@ a { color: #1d4ed8; text-decoration: none; } a:hover { text-decoration: underlin
 {{range .Problems}}<div class="problem">{{.}}</div>{{end}}</td>
 <td>{{if not .Start.IsZero}}{{.Start.Format "2006-01-02 15:04:05"}}{{end}}</td>
 <td>{{.Backend}}</td><td>{{.Nemesis}}</td><td>{{.Fence}}</td><td>{{if .Backend}}{{.Seed}}{{end}}</td>
-<td><span class="verdict {{.Verdict}}">{{.Verdict}}</span></td>
+<td><span class="verdict {{.Verdict}}">{{.Verdict}}</span>{{if .Evidence}} <span class="muted">{{.Evidence}}</span>{{end}}</td>
 <td><a href="{{.Path}}/">directory</a>{{if not .Report}} <span class="muted">(no report)</span>{{end}}</td>
 </tr>{{end}}
 </table>{{else}}<p>No runs yet.</p>{{end}}

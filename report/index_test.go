@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/checkers"
 )
 
 func copyRun(t *testing.T, from, to string, files ...string) {
@@ -128,5 +130,27 @@ func TestHandler(t *testing.T) {
 	}
 	if code, _ := get("/../../etc/passwd"); code == http.StatusOK {
 		t.Error("served a file outside the tree")
+	}
+}
+
+// A valid run whose faults reached no holder is listed as weak evidence.
+func TestIndexWeakEvidence(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z")
+	copyRun(t, filepath.Join("testdata", "valid"), run, TestFile, HistoryFile)
+	res := `{"verdict": "valid", "evidence": "` + checkers.WeakEvidence + `"}`
+	if err := os.WriteFile(filepath.Join(run, ResultsFile), []byte(res), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Index(root)
+	if err != nil || len(runs) != 1 || runs[0].Evidence != checkers.WeakEvidence {
+		t.Fatalf("runs %+v, %v", runs, err)
+	}
+	var page bytes.Buffer
+	if err := WriteIndex(&page, root, runs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), checkers.WeakEvidence) {
+		t.Error("the index does not say the run is weak evidence")
 	}
 }

@@ -25,6 +25,7 @@ type testFile struct {
 		Nemesis  []string `json:"nemesis"`
 		Fence    string   `json:"fence"`
 		Seed     int64    `json:"seed"`
+		TTL      string   `json:"ttl"`
 	} `json:"config"`
 }
 
@@ -201,6 +202,10 @@ func (an *analysis) buildLanes() {
 		}
 	}
 	for _, o := range an.ops {
+		if _, ok := history.LeaseOwner(o.Process); ok {
+			// Renewals are told in the lease section, not on a lane.
+			continue
+		}
 		l := an.lane(o.Process)
 		switch o.F {
 		case history.Acquire:

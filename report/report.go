@@ -62,6 +62,7 @@ type Input struct {
 // results is the part of results.json the report needs.
 type results struct {
 	Verdict  checkers.Verdict  `json:"verdict"`
+	Evidence string            `json:"evidence"`
 	Checkers []checkers.Result `json:"checkers"`
 	Notes    []string          `json:"notes"`
 }

@@ -91,6 +91,9 @@ func (an *analysis) tell(inc *incident) {
 				fmt.Sprintf("Note over %s: %s at %s", id, mermaidText(strings.TrimSuffix(ended, " "+c)), secondsPlain(f.stopCall)))
 		}
 	}
+	if h != nil {
+		steps = append(steps, an.windowSteps(c, h.token, h.start, max(decisive, h.end))...)
+	}
 	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.T, b.T) })
 	inc.steps = steps
 }

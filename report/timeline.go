@@ -90,6 +90,7 @@ func (an *analysis) render(tl timeline) (template.HTML, bool) {
 	}
 	an.drawAxis(&b, tl, x, bottom)
 	an.drawFaults(&b, tl, x, bottom)
+	an.drawWindows(&b, tl, x)
 	for i, name := range an.clients {
 		an.drawLane(&b, tl, an.lanes[name], float64(tlTop+laneH*i), x, pxPerSec, aggregate)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/store"
 )
@@ -33,9 +34,12 @@ type Report struct {
 	Seed      int64             `json:"seed"`
 	Verdict   checkers.Verdict  `json:"verdict"`
 	Checkers  []checkers.Result `json:"checkers"`
-	Events    int               `json:"events"`
-	Notes     []string          `json:"notes,omitempty"`
-	Checked   time.Time         `json:"checked"`
+	// Evidence qualifies a valid verdict whose faults never reached a
+	// holder (checkers.WeakEvidence); empty otherwise.
+	Evidence string    `json:"evidence,omitempty"`
+	Events   int       `json:"events"`
+	Notes    []string  `json:"notes,omitempty"`
+	Checked  time.Time `json:"checked"`
 }
 
 // ErrNotARun marks a directory that holds no readable run.
@@ -71,11 +75,13 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Input{History: events, Store: log, Key: Key}
+	in := checkers.Input{History: events, Store: log, Key: Key, Lease: checkers.Lease{
+		Backend: test.Config.Backend, TTL: int64(test.Config.TTL.D()), Drift: locks.RedlockDrift}}
 	for _, c := range checkers.For(test.Config.Workload, linearTimeout) {
 		rep.Checkers = append(rep.Checkers, c.Check(in))
 	}
 	rep.Verdict = checkers.Overall(rep.Checkers)
+	rep.Evidence = checkers.Evidence(rep.Verdict, rep.Checkers)
 	rep.Events = len(events)
 	if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
 		return nil, err
@@ -153,7 +159,11 @@ func (rep *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %13s          %s: %s\n", "", a.Kind, a.Message)
 		}
 	}
-	fmt.Fprintf(w, "verdict: %s (%s, seed %d)\nresults: %s\nreport:  %s\n", rep.Verdict, rep.Test, rep.Seed, rep.Dir,
+	verdict := string(rep.Verdict)
+	if rep.Evidence != "" {
+		verdict = rep.Evidence
+	}
+	fmt.Fprintf(w, "verdict: %s (%s, seed %d)\nresults: %s\nreport:  %s\n", verdict, rep.Test, rep.Seed, rep.Dir,
 		filepath.Join(rep.Dir, report.HTMLFile))
 }
 
@@ -211,8 +221,14 @@ func cut(events []history.Event, log []store.Entry) ([]history.Event, []store.En
 			}
 		case e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Stop:
 			clear(frozen)
-		case e.Process != history.Nemesis && e.Time > last[e.Process]:
-			last[e.Process] = e.Time
+		case e.Process != history.Nemesis:
+			// A lease process falls silent between holdings: its
+			// client's record is what must be complete.
+			p := e.Process
+			if owner, ok := history.LeaseOwner(p); ok {
+				p = owner
+			}
+			last[p] = max(last[p], e.Time)
 		}
 	}
 	horizon := int64(math.MaxInt64)

@@ -118,3 +118,19 @@ func TestCheckJudgesArrivalOrderInTimeOrder(t *testing.T) {
 		}
 	}
 }
+
+// A lease process falls silent between holdings: its last renewal must not
+// pull the horizon back, since its client's own record goes on.
+func TestCutFollowsClientsNotLeaseProcesses(t *testing.T) {
+	lease := history.LeaseProcess("c1")
+	events := []history.Event{
+		{Index: 0, Time: 10, Process: lease, Type: history.Invoke, F: history.Renew},
+		{Index: 1, Time: 12, Process: lease, Type: history.OK, F: history.Renew, TTL: 2e9},
+		{Index: 2, Time: 30, Process: "c1", Type: history.Invoke, F: history.Release},
+		{Index: 3, Time: 35, Process: "c1", Type: history.OK, F: history.Release},
+		{Index: 4, Time: 40, Process: "c2", Type: history.Invoke, F: history.Acquire},
+	}
+	if kept, _, _ := cut(events, nil); len(kept) != 4 {
+		t.Errorf("kept %d events, want 4 (up to c1's last at 35)", len(kept))
+	}
+}

@@ -353,7 +353,7 @@ func (r *run) workerCmd(name string, seed int64) []string {
 // it said, which goes to its log.
 func (r *run) clientLine(name string, line []byte, log io.Writer) {
 	var e history.Event
-	if err := json.Unmarshal(line, &e); err != nil || e.Process != name {
+	if err := json.Unmarshal(line, &e); err != nil || (e.Process != name && e.Process != history.LeaseProcess(name)) {
 		fmt.Fprintf(log, "%s\n", line)
 		return
 	}

@@ -119,7 +119,8 @@ func (c *counter) cycle(stop context.Context) {
 		return
 	}
 	token, _ := lease.Token()
-	c.event(history.OK, history.Acquire, history.Event{Token: token})
+	sent, ttl := lease.Granted()
+	c.event(history.OK, history.Acquire, history.Event{Token: token, Attempt: sent, TTL: int64(ttl)})
 
 	sectionDone := make(chan struct{})
 	watched := make(chan struct{})
@@ -207,12 +208,51 @@ func (c *counter) request(token, value int64) store.Request {
 	}
 }
 
+// NewTrace records a client's lease renewals under its lease process
+// (history.LeaseProcess), on the run's clock: an invoke as each renewal is
+// sent, then ok with the TTL granted, fail (certainly not renewed) or info.
+// The lease process has its own name because renewals run beside the
+// client's operations, and a history pairs each process's events by
+// position.
+func NewTrace(cfg Config, emit func(history.Event)) locks.Trace {
+	return &trace{epoch: cfg.Epoch, process: history.LeaseProcess(cfg.Process), emit: emit}
+}
+
+type trace struct {
+	epoch   int64
+	process string
+	emit    func(history.Event)
+	// mu orders stamping and emitting, as counter.mu does.
+	mu sync.Mutex
+}
+
+func (t *trace) Now() int64 { return history.Mono() - t.epoch }
+
+func (t *trace) event(typ history.Type, e history.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e.Time, e.Process, e.Type, e.F = t.Now(), t.process, typ, history.Renew
+	t.emit(e)
+}
+
+func (t *trace) Renew() func(time.Duration, error) {
+	t.event(history.Invoke, history.Event{})
+	return func(ttl time.Duration, err error) {
+		e := history.Event{Error: errText(err)}
+		if err == nil {
+			e.TTL = int64(ttl)
+		}
+		t.event(outcome(err, locks.ErrNotHeld), e)
+	}
+}
+
 // unlocked is the lease of a client that took no lock: it is never lost.
 type unlocked struct{}
 
-func (unlocked) Token() (int64, bool)          { return 0, false }
-func (unlocked) Lost() <-chan struct{}         { return nil }
-func (unlocked) Release(context.Context) error { return nil }
+func (unlocked) Token() (int64, bool)            { return 0, false }
+func (unlocked) Lost() <-chan struct{}           { return nil }
+func (unlocked) Release(context.Context) error   { return nil }
+func (unlocked) Granted() (int64, time.Duration) { return 0, 0 }
 
 func errText(err error) string {
 	if err == nil {

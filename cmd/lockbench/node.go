@@ -45,20 +45,28 @@ func newWorkerCmd() *cobra.Command {
 			cfg.Rand = rand.New(rand.NewPCG(uint64(seed), 0))
 			lockRand := rand.New(rand.NewPCG(uint64(seed), 1))
 			lockAddrs := strings.Split(addrs, ",")
+			var mu sync.Mutex
+			enc := json.NewEncoder(os.Stdout)
+			emit := func(e history.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				_ = enc.Encode(e)
+			}
+			trace := workloads.NewTrace(cfg, emit)
 			var lock locks.Locker
 			var etcdLock *locks.Etcd
 			switch backend {
 			case "redis":
 				lock = locks.NewRedis(locks.RedisClient(lockAddrs[0], ttl), locks.RedisConfig{
-					Key: cfg.Key, Owner: cfg.Process, TTL: ttl, Retry: 20 * time.Millisecond, Rand: lockRand})
+					Key: cfg.Key, Owner: cfg.Process, TTL: ttl, Retry: 20 * time.Millisecond, Rand: lockRand, Trace: trace})
 			case "redis-sentinel":
 				lock = locks.NewRedis(locks.SentinelClient("lockbench", lockAddrs, ttl), locks.RedisConfig{
-					Key: cfg.Key, Owner: cfg.Process, TTL: ttl, Retry: 20 * time.Millisecond, Rand: lockRand})
+					Key: cfg.Key, Owner: cfg.Process, TTL: ttl, Retry: 20 * time.Millisecond, Rand: lockRand, Trace: trace})
 			case "redlock":
 				lock = locks.NewRedlock(locks.RedlockConfig{Addrs: lockAddrs, Key: cfg.Key, TTL: ttl,
-					Retry: 20 * time.Millisecond, DriftFactor: 0.01, Rand: lockRand})
+					Retry: 20 * time.Millisecond, DriftFactor: locks.RedlockDrift, Rand: lockRand, Trace: trace})
 			case "etcd":
-				l, err := locks.NewEtcd(locks.EtcdConfig{Endpoints: lockAddrs, Key: "/lockbench/lock/" + cfg.Key, TTL: ttl})
+				l, err := locks.NewEtcd(locks.EtcdConfig{Endpoints: lockAddrs, Key: "/lockbench/lock/" + cfg.Key, TTL: ttl, Trace: trace})
 				if err != nil {
 					return fail(exitHarness, err)
 				}
@@ -78,13 +86,6 @@ func newWorkerCmd() *cobra.Command {
 					return fail(exitUsage, fmt.Errorf("--store-kind etcd needs --backend etcd"))
 				}
 				st = store.NewEtcd(etcdLock.Client(), etcdDataPrefix, cfg.Epoch, etcdLock.OwnerCmp)
-			}
-			var mu sync.Mutex
-			enc := json.NewEncoder(os.Stdout)
-			emit := func(e history.Event) {
-				mu.Lock()
-				defer mu.Unlock()
-				_ = enc.Encode(e)
 			}
 			if n, ok := history.ClientNumber(cfg.Process); ok {
 				cfg.ID = int64(n)

@@ -1,0 +1,525 @@
+package checkers
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// Lease says how the lock's leases behave, which the exclusion checker needs
+// to turn recorded times into proven lease lifetimes.
+type Lease struct {
+	// Backend names the lock service: redis, redis-sentinel, redlock, etcd;
+	// cas and nolock have no lease.
+	Backend string `json:"backend"`
+	// TTL is the configured time to live, in ns; a grant or renewal that
+	// records its own TTL uses that instead.
+	TTL int64 `json:"ttl"`
+	// Drift is Redlock's drift factor: the share of the TTL its clients
+	// give up for clocks running at different rates.
+	Drift float64 `json:"drift,omitempty"`
+}
+
+// Per-backend lower bounds on a lease's expiry. A lease was granted or
+// renewed by a request sent at s for ttl; the service set the expiry after
+// receiving it, so the lease lasted at least until s + ttl − slack, where the
+// slack is what the service's own clock can take away:
+//
+//   - redis, redis-sentinel: SET PX and PEXPIRE set the expiry to the
+//     server's time in whole milliseconds plus ttl, so it can fall up to 1 ms
+//     short; Redis reads the wall clock, which NTP may slew by at most
+//     500 ppm against the monotonic clock the history is stamped with. A
+//     clock that jumps breaks this bound, and the checker then rightly
+//     reports the overlap the jump caused.
+//   - redlock: the attempt's start + ttl × (1 − drift), computed here from
+//     the recorded send time and not from the client's own validity, so a
+//     client that miscomputes its validity cannot move the window; less the
+//     same 1 ms of Redis's millisecond expiry.
+//   - etcd: the lock key lives as long as the session's lease; the leader
+//     expires a lease ttl after the last grant or keep-alive it received,
+//     on Go's monotonic clock, which is the history's kernel clock; a
+//     leader change only extends leases (the new leader restarts every
+//     lease's full TTL). The bound uses the grants and keep-alives the
+//     client itself sent and saw acknowledged (its Session's own
+//     keep-alives are not observable and can only extend the lease).
+func (l Lease) slack(ttl int64) int64 {
+	const ms = 1_000_000
+	switch l.Backend {
+	case "redis", "redis-sentinel":
+		return ms + ttl/2000
+	case "redlock":
+		return int64(float64(ttl)*l.Drift) + ms
+	}
+	return 0
+}
+
+// noLease says why a backend's holdings have no lease to check, or "" when
+// they have one.
+func (l Lease) noLease() string {
+	switch l.Backend {
+	case "redis", "redis-sentinel", "redlock", "etcd":
+		if l.TTL <= 0 {
+			return "the lease's TTL is not known"
+		}
+		return ""
+	case "cas":
+		return "cas takes no lock: each write is conditional on the version read"
+	case "nolock":
+		return "nolock takes no lock at all"
+	case "":
+		return "the lock service is not known, so neither is how its leases expire"
+	}
+	return fmt.Sprintf("no lease bound is known for %q", l.Backend)
+}
+
+// observedExpiry reports whether the client sees every request that can
+// extend its lease, so that the newest of them also bounds the expiry from
+// above. An etcd Session keeps its lease alive unobserved.
+func (l Lease) observedExpiry() bool { return l.Backend != "etcd" }
+
+// Exclusion checks the lock's promise itself: no two clients hold it while
+// both their leases are certainly valid. A holding H is certain over
+// [c_H, L_H): c_H is the completion of the acquire that succeeded, L_H the
+// earlier of H's release invocation and the proven lower bound on its
+// lease's expiry (Lease). Two holdings of different clients violate
+// exclusion iff max(c_A, c_B) < min(L_A, L_B). Only the completion counts
+// as the start: a client frozen before it read its grant completes late,
+// and its window is then empty, not inside a later holder's.
+//
+// A holder that goes on believing it holds past L_H (a frozen client, a slow
+// network) is a stale belief: the lock did what it promised, and whether
+// the data survived is for the fence and data checkers. Stale beliefs are
+// reported as windows, with the writes attempted inside them, and each
+// fault is credited with the windows it opened.
+type Exclusion struct{}
+
+// Name implements Checker.
+func (Exclusion) Name() string { return "exclusion" }
+
+// Window is a period a checker draws attention to: two certain holders at
+// once (a violation), or a holder believing it holds past its lease.
+type Window struct {
+	Kind    string   `json:"kind"` // "two-holders" or "stale-belief"
+	From    int64    `json:"from"`
+	To      int64    `json:"to"`
+	Clients []string `json:"clients"`
+	Tokens  []int64  `json:"tokens,omitempty"`
+	Events  []int64  `json:"events,omitempty"`
+	// ExpiredBy is, for a stale belief, the latest the lease can have
+	// lasted (0 when not observable); From is the earliest.
+	ExpiredBy int64 `json:"expired_by,omitempty"`
+	// Writes are the writes the stale holder attempted inside the window.
+	Writes int64 `json:"writes,omitempty"`
+	// Fault is the history index of the nemesis start the window is
+	// credited to, or -1.
+	Fault   int64  `json:"fault"`
+	Message string `json:"message"`
+}
+
+// FaultEffect is what one injected fault did to the holders.
+type FaultEffect struct {
+	Event   int64    `json:"event"` // the history index of its start
+	Fault   string   `json:"fault"`
+	Start   int64    `json:"start"`
+	End     int64    `json:"end"`
+	Targets []string `json:"targets,omitempty"`
+	// HitHolder: it targeted a client holding the lock when it started,
+	// or some window below is credited to it.
+	HitHolder    bool  `json:"hit_holder"`
+	StaleWindows int64 `json:"stale_windows"`
+	StaleWrites  int64 `json:"stale_writes"`
+	TwoHolders   int64 `json:"two_holders"`
+}
+
+// holding is one acquire ok of one client, up to its release.
+type holding struct {
+	client     string
+	token      int64
+	c          int64 // the acquire's completion
+	okIdx      int64
+	believed   int64 // release invocation, or the end of the history
+	released   bool
+	releaseIdx int64
+	lower      int64 // L_H's lease part: the proven lower bound on expiry, or c when unproven
+	lowerIdx   int64 // the event proving it
+	upper      int64 // the latest the lease can have lasted; 0 when unknown
+	proven     bool
+	// firstWrite and lastWrite chain its writes through holdings.writes;
+	// -1 when it has none.
+	firstWrite, lastWrite int32
+}
+
+// write is a write a holder invoked, chained to the holder's next one.
+type write struct {
+	t, idx int64
+	next   int32
+}
+
+// holdings are a run's holdings, kept by value (a long run has hundreds of
+// thousands), with their writes and the order of their c.
+type holdings struct {
+	all    []holding
+	writes []write
+	byC    []int32 // indexes into all, by c
+}
+
+// end is L_H.
+func (h *holding) end() int64 {
+	if h.released {
+		return min(h.lower, h.believed)
+	}
+	return h.lower
+}
+
+// endIdx is the event that sets L_H: the release, or the lease's proof.
+func (h *holding) endIdx() int64 {
+	if h.released && h.believed < h.lower {
+		return h.releaseIdx
+	}
+	return h.lowerIdx
+}
+
+// who names a holder, with its token when the lock issues them.
+func (h *holding) who() string {
+	if h.token == 0 {
+		return h.client
+	}
+	return fmt.Sprintf("%s (token %d)", h.client, h.token)
+}
+
+// Check implements Checker.
+func (c Exclusion) Check(in Input) Result {
+	r := newResult(c.Name())
+	zero(r.Counts, "holdings", "proven", "two_holders", "stale_beliefs", "stale_writes", "faults", "faults_effective")
+	if why := in.Lease.noLease(); why != "" {
+		r.Valid, r.Reason = Skipped, why
+		r.Summary = "skipped: no lease to check"
+		return r
+	}
+	h := in.History
+	end := endOfHistory(h)
+	hs := gather(in.Lease, h, end)
+	r.Counts["holdings"] = int64(len(hs.all))
+	for _, x := range hs.all {
+		if x.proven {
+			r.Counts["proven"]++
+		}
+	}
+	faults := faultsOf(h, end)
+	credit := func(t int64) int {
+		// The latest fault started by t whose effects may last until t:
+		// a lease outlives the fault that froze its holder by up to a TTL.
+		best := -1
+		for i, f := range faults {
+			if f.Start <= t && t <= f.End+in.Lease.TTL && (best < 0 || f.Start >= faults[best].Start) {
+				best = i
+			}
+		}
+		return best
+	}
+	record := func(w Window) {
+		if i := credit(w.From); i >= 0 {
+			w.Fault = faults[i].Event
+			if w.Kind == "two-holders" {
+				faults[i].TwoHolders++
+			} else {
+				faults[i].StaleWindows++
+				faults[i].StaleWrites += w.Writes
+			}
+		}
+		if len(r.Windows) < maxAnomalies {
+			r.Windows = append(r.Windows, w)
+		}
+	}
+	overlaps(&r, hs, record)
+	staleBeliefs(&r, hs, record)
+	hitHolders(hs, faults)
+	r.Faults = faults
+	r.Counts["faults"] = int64(len(faults))
+	for _, f := range faults {
+		if f.StaleWindows+f.TwoHolders > 0 {
+			r.Counts["faults_effective"]++
+		}
+	}
+	if r.Counts["two_holders"] > 0 {
+		r.Valid = Invalid
+		r.Summary = fmt.Sprintf("%s of different clients overlapped while both leases were certainly valid; %s",
+			plural(r.Counts["two_holders"], "pair")+" of holdings", staleSummary(r.Counts))
+		return r
+	}
+	if r.Counts["holdings"] > 0 && r.Counts["proven"] == 0 {
+		r.Valid = Unknown
+		r.Reason = "no acquire recorded when its granting request was sent, so no lease is proven to have lasted at all"
+		r.Summary = fmt.Sprintf("%s, none with a proven lease", plural(r.Counts["holdings"], "holding"))
+		return r
+	}
+	r.Valid = Valid
+	r.Summary = fmt.Sprintf("no two certain holdings overlap (%d of %s proven); %s",
+		r.Counts["proven"], plural(r.Counts["holdings"], "holding"), staleSummary(r.Counts))
+	return r
+}
+
+func staleSummary(counts map[string]int64) string {
+	return fmt.Sprintf("%s (holders past their lease), %s inside them; %d of %s opened a window",
+		plural(counts["stale_beliefs"], "stale belief"), plural(counts["stale_writes"], "write"),
+		counts["faults_effective"], plural(counts["faults"], "fault"))
+}
+
+// gather collects every acquire that succeeded, with the proof of its
+// lease: the granting attempt's send time and every renewal acknowledged
+// while the client held it.
+func gather(l Lease, h []history.Event, end int64) holdings {
+	var hs holdings
+	open := map[string]int{}
+	// A renewal is credited to the holding its client last had when it
+	// was invoked (a redis or Redlock lease renews only while held; an
+	// etcd session's keep-alives between holdings prove nothing a later
+	// acquire does not carry itself). A renewal still in flight when the
+	// release is sent may extend the lease past the release.
+	renewing := map[string]int{}
+	refs, _ := history.Refs(h)
+	prove := func(x *holding, sent, ttl, idx int64) {
+		if ttl <= 0 {
+			ttl = l.TTL
+		}
+		if b := sent + ttl - l.slack(ttl); !x.proven || b > x.lower {
+			x.lower, x.lowerIdx, x.proven = b, idx, true
+		}
+	}
+	extend := func(x *holding, done, ttl int64) {
+		if ttl <= 0 {
+			ttl = l.TTL
+		}
+		x.upper = max(x.upper, done+ttl+l.slack(ttl))
+	}
+	for _, o := range refs {
+		call, ret := &h[o.Call], &h[o.Ret]
+		if owner, ok := history.LeaseOwner(call.Process); ok {
+			i, held := renewing[owner]
+			if call.F != history.Renew || !held || call.Type != history.Invoke {
+				continue
+			}
+			x := &hs.all[i]
+			switch {
+			case !o.Done:
+				// Sent, never answered: it may have taken effect as
+				// late as the history goes.
+				extend(x, end, 0)
+			case ret.Type == history.OK:
+				prove(x, call.Time, ret.TTL, ret.Index)
+				extend(x, ret.Time, ret.TTL)
+			case ret.Type == history.Info:
+				extend(x, ret.Time, 0)
+			}
+			continue
+		}
+		if call.Process == history.Nemesis || o.Lone() {
+			continue
+		}
+		switch call.F {
+		case history.Acquire:
+			if o.Type(h) != history.OK {
+				continue
+			}
+			hs.all = append(hs.all, holding{client: call.Process, token: ret.Token, c: ret.Time, okIdx: ret.Index,
+				believed: end, lower: ret.Time, firstWrite: -1, lastWrite: -1})
+			x := &hs.all[len(hs.all)-1]
+			// The grant happened before its completion.
+			extend(x, ret.Time, ret.TTL)
+			if ret.Attempt > 0 {
+				prove(x, ret.Attempt, ret.TTL, ret.Index)
+			}
+			open[call.Process], renewing[call.Process] = len(hs.all)-1, len(hs.all)-1
+		case history.Release:
+			if i, ok := open[call.Process]; ok {
+				x := &hs.all[i]
+				x.believed, x.released, x.releaseIdx = call.Time, true, call.Index
+				delete(open, call.Process)
+			}
+		case history.Write:
+			if i, ok := open[call.Process]; ok {
+				x, w := &hs.all[i], int32(len(hs.writes))
+				hs.writes = append(hs.writes, write{t: call.Time, idx: call.Index, next: -1})
+				if x.lastWrite >= 0 {
+					hs.writes[x.lastWrite].next = w
+				} else {
+					x.firstWrite = w
+				}
+				x.lastWrite = w
+			}
+		}
+	}
+	if !l.observedExpiry() {
+		for i := range hs.all {
+			hs.all[i].upper = 0
+		}
+	}
+	hs.byC = make([]int32, len(hs.all))
+	for i := range hs.byC {
+		hs.byC[i] = int32(i)
+	}
+	// Acquires complete nearly in history order: sort only if they do not.
+	byC := func(a, b int32) int { return cmp.Or(cmp.Compare(hs.all[a].c, hs.all[b].c), cmp.Compare(a, b)) }
+	if !slices.IsSortedFunc(hs.byC, byC) {
+		slices.SortFunc(hs.byC, byC)
+	}
+	return hs
+}
+
+// overlaps finds every holding whose certain window starts inside the
+// certain window of another client's: sweeping holdings in order of c,
+// max(c_A, c_B) is the later one's c, so B violates exclusion with an
+// earlier A iff c_B < L_A and c_B < L_B; the earlier holding with the
+// latest L (of a client other than B's) is the witness.
+func overlaps(r *Result, hs holdings, record func(Window)) {
+	// best and second hold the latest L_A among two different clients.
+	var best, second *holding
+	for _, k := range hs.byC {
+		b := &hs.all[k]
+		a := best
+		if a != nil && a.client == b.client {
+			a = second
+		}
+		if a != nil && b.proven && b.c < a.end() && b.c < b.end() && r.tally("two_holders") {
+			to := min(a.end(), b.end())
+			msg := fmt.Sprintf("%s was granted the lock at %s while the lease of %s, granted at %s, was certainly valid until %s: "+
+				"both held it from %s to %s (%s).",
+				b.who(), history.Seconds(b.c), a.who(), history.Seconds(a.c), history.Seconds(a.end()),
+				history.Seconds(b.c), history.Seconds(to), millis(to-b.c))
+			events := []int64{a.okIdx, a.endIdx(), b.okIdx}
+			slices.Sort(events)
+			events = slices.Compact(events)
+			r.Anomalies = append(r.Anomalies, Anomaly{Kind: "two-holders", Message: msg, Events: events,
+				Clients: []string{a.client, b.client}, Tokens: []int64{a.token, b.token}, Time: b.c})
+			record(Window{Kind: "two-holders", From: b.c, To: to, Clients: []string{a.client, b.client},
+				Tokens: []int64{a.token, b.token}, Events: events, Fault: -1, Message: msg})
+		}
+		if !b.proven {
+			continue
+		}
+		switch {
+		case best == nil || b.end() > best.end():
+			if best != nil && best.client != b.client {
+				second = best
+			}
+			best = b
+		case b.client != best.client && (second == nil || b.end() > second.end()):
+			second = b
+		}
+	}
+}
+
+// staleBeliefs reports each holder that went on believing it held the lock
+// past L_H, with the writes it attempted inside that window and the first
+// grant to another client after its lease ended.
+func staleBeliefs(r *Result, hs holdings, record func(Window)) {
+	for i := range hs.all {
+		x := &hs.all[i]
+		// A client frozen before it read its grant believes only from c_H.
+		from := max(x.end(), x.c)
+		if !x.proven || x.believed <= from {
+			continue
+		}
+		r.Counts["stale_beliefs"]++
+		var writes []int64
+		for w := x.firstWrite; w >= 0; w = hs.writes[w].next {
+			if t := hs.writes[w].t; t >= from && t < x.believed {
+				writes = append(writes, hs.writes[w].idx)
+			}
+		}
+		r.Counts["stale_writes"] += int64(len(writes))
+		k, _ := slices.BinarySearchFunc(hs.byC, x.end(), func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+		var newer *holding
+		for ; k < len(hs.byC) && newer == nil; k++ {
+			if y := &hs.all[hs.byC[k]]; y.client != x.client {
+				newer = y
+			}
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s believed it held the lock from %s until %s; its lease was valid at least until %s", x.who(),
+			history.Seconds(from), believedUntil(x), history.Seconds(x.end()))
+		if x.upper > 0 {
+			fmt.Fprintf(&b, " and expired by %s", history.Seconds(x.upper))
+		}
+		events := []int64{x.okIdx, x.endIdx()}
+		clients, tokens := []string{x.client}, []int64{x.token}
+		if newer != nil {
+			fmt.Fprintf(&b, "; %s acquired it at %s", newer.who(), history.Seconds(newer.c))
+			events = append(events, newer.okIdx)
+			clients, tokens = append(clients, newer.client), append(tokens, newer.token)
+		}
+		fmt.Fprintf(&b, "; %s attempted %s inside that window.", x.client, plural(int64(len(writes)), "write"))
+		events = append(events, writes...)
+		slices.Sort(events)
+		record(Window{Kind: "stale-belief", From: from, To: x.believed, Clients: clients, Tokens: tokens,
+			Events: slices.Compact(events), ExpiredBy: x.upper, Writes: int64(len(writes)), Fault: -1, Message: b.String()})
+	}
+}
+
+func believedUntil(x *holding) string {
+	if x.released {
+		return history.Seconds(x.believed) + " (its release)"
+	}
+	return history.Seconds(x.believed) + " (the end of the run)"
+}
+
+// faultsOf lists the faults injected, each ending at its heal or at the end
+// of the history.
+func faultsOf(h []history.Event, end int64) []FaultEffect {
+	var out []FaultEffect
+	for _, e := range h {
+		if e.Process != history.Nemesis || e.Type != history.Info {
+			continue
+		}
+		switch e.F {
+		case history.Start:
+			out = append(out, FaultEffect{Event: e.Index, Fault: e.Fault, Start: e.Time, End: end, Targets: e.Targets})
+		case history.Stop:
+			// A stop heals every open fault of its kind.
+			for i := range out {
+				if out[i].Fault == e.Fault && out[i].End == end && out[i].Start <= e.Time {
+					out[i].End = e.Time
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hitHolders marks the faults that targeted a client holding the lock when
+// they started, or to which a window is credited.
+func hitHolders(hs holdings, faults []FaultEffect) {
+	for i := range faults {
+		f := &faults[i]
+		f.HitHolder = f.StaleWindows+f.TwoHolders > 0
+		for _, x := range hs.all {
+			if x.c <= f.Start && f.Start < x.believed && slices.Contains(f.Targets, x.client) {
+				f.HitHolder = true
+			}
+		}
+	}
+}
+
+// Evidence says how much a verdict is worth: a valid run whose faults
+// never put a holder past its lease tested less than it seems. It returns
+// "" when there is nothing to say.
+func Evidence(verdict Verdict, rs []Result) string {
+	if verdict != Valid {
+		return ""
+	}
+	for _, r := range rs {
+		if r.Checker == (Exclusion{}).Name() && r.Valid == Valid && r.Counts["faults"] > 0 && r.Counts["faults_effective"] == 0 {
+			return WeakEvidence
+		}
+	}
+	return ""
+}
+
+// WeakEvidence is what Evidence says of a valid run whose faults reached
+// no holder.
+const WeakEvidence = "valid, but no fault reached a holder: weak evidence"
+
+func millis(d int64) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }

@@ -1,0 +1,215 @@
+package checkers
+
+import (
+	"testing"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// redisLease and the others are the leases of the golden exclusion
+// histories: a 2 s TTL, as the harness runs by default.
+var (
+	redisLease   = Lease{Backend: "redis", TTL: 2e9}
+	redlockLease = Lease{Backend: "redlock", TTL: 2e9, Drift: 0.01}
+	etcdLease    = Lease{Backend: "etcd", TTL: 2e9}
+)
+
+func checkExclusion(t *testing.T, name string, l Lease) Result {
+	t.Helper()
+	in := load(t, name)
+	in.Lease = l
+	return Exclusion{}.Check(in)
+}
+
+func window(t *testing.T, r Result, kind string) Window {
+	t.Helper()
+	for _, w := range r.Windows {
+		if w.Kind == kind {
+			return w
+		}
+	}
+	t.Fatalf("no %s window in %+v", kind, r.Windows)
+	return Window{}
+}
+
+func wantWindow(t *testing.T, w Window, from, to int64) {
+	t.Helper()
+	if w.From != from || w.To != to {
+		t.Errorf("%s window = [%d, %d), want [%d, %d)", w.Kind, w.From, w.To, from, to)
+	}
+}
+
+func TestExclusionGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		lease Lease
+		want  Verdict
+		// others are the data checkers' verdicts: exclusion is judged apart
+		// from what happened to the data.
+		others   map[string]Verdict
+		evidence func(t *testing.T, r Result)
+	}{
+		{
+			// c1 and c2 are granted the lock 2 ms apart under a 2 s TTL and
+			// both hold it; their writes happen not to collide.
+			name: "two-holders", lease: redisLease, want: Invalid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "two_holders": 1, "stale_beliefs": 0})
+				a := anomaly(t, r, "two-holders")
+				wantSame(t, "clients", a.Clients, []string{"c1", "c2"})
+				wantSame(t, "tokens", a.Tokens, []int64{33, 34})
+				// c1's grant, c2's grant, c1's release invocation.
+				wantSame(t, "events", a.Events, []int64{2, 3, 8})
+				wantMentions(t, a, "c2 (token 34) was granted the lock at 1.002 s", "c1 (token 33), granted at 1.000 s",
+					"certainly valid until 1.050 s", "from 1.002 s to 1.050 s (48.0 ms)")
+				wantWindow(t, window(t, r, "two-holders"), 1002e6, 1050e6)
+			},
+		},
+		{
+			// c1 renews at 1.666 s and is paused for 4 s; its lease is proven
+			// to 1.666 + 2 − 0.002 s; c2 is granted at 3.700 s; c1's late
+			// write is rejected by the fence.
+			name: "paused-holder", lease: redisLease, want: Valid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"two_holders": 0, "stale_beliefs": 1, "stale_writes": 1, "faults": 1, "faults_effective": 1})
+				w := window(t, r, "stale-belief")
+				wantWindow(t, w, 3664e6, 5720e6)
+				if w.ExpiredBy != 3671e6 || w.Writes != 1 || w.Fault != 6 {
+					t.Errorf("stale window = %+v", w)
+				}
+				wantSame(t, "clients", w.Clients, []string{"c1", "c2"})
+				wantSame(t, "events", w.Events, []int64{1, 5, 8, 20})
+				if want := "c1 (token 33) believed it held the lock from 3.664 s until 5.720 s (its release); " +
+					"its lease was valid at least until 3.664 s and expired by 3.671 s; c2 (token 34) acquired it at 3.700 s; " +
+					"c1 attempted 1 write inside that window."; w.Message != want {
+					t.Errorf("message = %q, want %q", w.Message, want)
+				}
+				if f := r.Faults[0]; !f.HitHolder || f.StaleWindows != 1 || f.StaleWrites != 1 {
+					t.Errorf("fault effect = %+v", f)
+				}
+			},
+		},
+		{
+			// c1's attempt takes the lock at 1.001 s and c1 is frozen before
+			// it reads the answer; c2 takes the lock once c1's lease ran out;
+			// c1 completes its acquire at 5.001 s, inside c2's window. c1's
+			// own window is empty: no violation, a stale belief.
+			name: "frozen-acquirer", lease: redisLease, want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "two_holders": 0, "stale_beliefs": 1, "stale_writes": 0})
+				w := window(t, r, "stale-belief")
+				wantWindow(t, w, 5001e6, 5400e6)
+				wantSame(t, "clients", w.Clients, []string{"c1", "c2"})
+			},
+		},
+		{
+			// Renewals prove c1's lease to 1.600 + 2 − 0.002 = 3.598 s; the
+			// renewal that timed out proves nothing. c2 is granted at 3.597 s:
+			// 1 ms of two certain holders, credited to the clock fault.
+			name: "bound-redis", lease: redisLease, want: Invalid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"two_holders": 1, "faults_effective": 1})
+				wantWindow(t, window(t, r, "two-holders"), 3597e6, 3598e6)
+				wantMentions(t, anomaly(t, r, "two-holders"), "certainly valid until 3.598 s", "(1.0 ms)")
+				if f := r.Faults[0]; f.TwoHolders != 1 || !f.HitHolder {
+					t.Errorf("fault effect = %+v", f)
+				}
+			},
+		},
+		{
+			// The Extend sent at 1.666 s proves the lease to
+			// 1.666 + 2 × (1 − 0.01) − 0.001 = 3.645 s: c2's grant at
+			// 3.650 s is no violation.
+			name: "bound-redlock", lease: redlockLease, want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				w := window(t, r, "stale-belief")
+				wantWindow(t, w, 3645e6, 5710e6)
+				if w.ExpiredBy != 3701e6 {
+					t.Errorf("expired by %d", w.ExpiredBy)
+				}
+				wantMentions(t, Anomaly{Kind: w.Kind, Message: w.Message}, "c1 believed", "c2 acquired it at 3.650 s")
+			},
+		},
+		{
+			// Without the drift the same history would be a violation.
+			name: "bound-redlock", lease: Lease{Backend: "redis", TTL: 2e9}, want: Invalid,
+		},
+		{
+			// The keep-alive sent at 1.833 s and acknowledged with a TTL of
+			// 2 s proves the session's lease to 3.833 s; c2 is granted at
+			// 3.840 s. The Session's own keep-alives are not observed, so
+			// no upper bound is claimed.
+			name: "bound-etcd", lease: etcdLease, want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				w := window(t, r, "stale-belief")
+				wantWindow(t, w, 3833e6, 5910e6)
+				if w.ExpiredBy != 0 {
+					t.Errorf("expired by %d, want unknown", w.ExpiredBy)
+				}
+			},
+		},
+		{
+			name: "bound-etcd", lease: Lease{Backend: "cas"}, want: Skipped,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+tt.lease.Backend, func(t *testing.T) {
+			r := checkExclusion(t, tt.name, tt.lease)
+			if r.Valid != tt.want {
+				t.Fatalf("exclusion = %s, want %s: %s %s %+v", r.Valid, tt.want, r.Summary, r.Reason, r.Anomalies)
+			}
+			if len(tt.others) > 0 {
+				in := load(t, tt.name)
+				in.Lease = tt.lease
+				rs := checkAll(in)
+				for name, v := range tt.others {
+					if rs[name].Valid != v {
+						t.Errorf("%s = %s, want %s: %s", name, rs[name].Valid, v, rs[name].Summary)
+					}
+				}
+				if got := Overall(mapValues(rs)); got != Invalid && tt.want == Invalid {
+					t.Errorf("overall = %s: exclusion must count in the verdict", got)
+				}
+			}
+			if tt.evidence != nil {
+				tt.evidence(t, r)
+			}
+		})
+	}
+}
+
+func mapValues(rs map[string]Result) []Result {
+	var out []Result
+	for _, r := range rs {
+		out = append(out, r)
+	}
+	return out
+}
+
+// A run with faults that opened no window is weak evidence; one without
+// faults, or one whose fault opened a window, is not called weak.
+func TestEvidence(t *testing.T) {
+	paused := checkExclusion(t, "paused-holder", redisLease)
+	if got := Evidence(Valid, []Result{paused}); got != "" {
+		t.Errorf("paused-holder evidence = %q", got)
+	}
+	// One holding, then a partition of a node far from it.
+	quiet := Exclusion{}.Check(Input{Lease: redisLease, History: []history.Event{
+		{Index: 0, Time: 1e9, Process: "c1", Type: history.Invoke, F: history.Acquire},
+		{Index: 1, Time: 1.1e9, Process: "c1", Type: history.OK, F: history.Acquire, Token: 1, Attempt: 1.05e9},
+		{Index: 2, Time: 1.2e9, Process: "c1", Type: history.Invoke, F: history.Release, Token: 1},
+		{Index: 3, Time: 1.3e9, Process: "c1", Type: history.OK, F: history.Release, Token: 1},
+		{Index: 4, Time: 2e9, Process: history.Nemesis, Type: history.Info, F: history.Start, Fault: "partition", Targets: []string{"r2"}},
+	}})
+	if quiet.Valid != Valid || quiet.Counts["faults"] != 1 || quiet.Counts["faults_effective"] != 0 {
+		t.Fatalf("quiet run = %s %v", quiet.Valid, quiet.Counts)
+	}
+	if got := Evidence(Valid, []Result{quiet}); got != WeakEvidence {
+		t.Errorf("quiet run evidence = %q", got)
+	}
+	if got := Evidence(Invalid, []Result{quiet}); got != "" {
+		t.Errorf("invalid run evidence = %q", got)
+	}
+}
