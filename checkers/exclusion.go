@@ -45,6 +45,23 @@ type Lease struct {
 //     lease's full TTL). The bound uses the grants and keep-alives the
 //     client itself sent and saw acknowledged (its Session's own
 //     keep-alives are not observable and can only extend the lease).
+//   - zookeeper: the lock's znode lives as long as its session, which the
+//     leader expires a session timeout (the ttl) after its last touch of
+//     the session, on the JVM's monotonic clock (System.nanoTime, the
+//     history's kernel clock), rounded up to a tick; a new leader touches
+//     every session afresh. A request the client sent at s and saw
+//     answered was received after s by some server. The leader touches
+//     at once; a follower only relays the sessions it heard from in its
+//     reply to the leader's next ping (every tickTime/2), and a follower
+//     cut off from its leader goes on answering for up to syncLimit ×
+//     tickTime before it drops its clients. The touch the leader last got
+//     is therefore at most (syncLimit + 1) × tickTime older than any
+//     answer (the reply in flight when the link is cut is lost) plus the
+//     gap between the client's requests, one heartbeat (ttl/8). The
+//     ensemble runs with tickTime = ttl/8 and syncLimit = 2: slack =
+//     3ttl/8 + ttl/8 = ttl/2. The bound assumes one fault at a time: a
+//     client frozen just as its follower is cut off sends no requests to
+//     relay while the follower can still answer the next.
 func (l Lease) slack(ttl int64) int64 {
 	const ms = 1_000_000
 	switch l.Backend {
@@ -52,6 +69,8 @@ func (l Lease) slack(ttl int64) int64 {
 		return ms + ttl/2000
 	case "redlock":
 		return int64(float64(ttl)*l.Drift) + ms
+	case "zookeeper":
+		return ttl / 2
 	}
 	return 0
 }
@@ -60,7 +79,7 @@ func (l Lease) slack(ttl int64) int64 {
 // they have one.
 func (l Lease) noLease() string {
 	switch l.Backend {
-	case "redis", "redis-sentinel", "redlock", "etcd":
+	case "redis", "redis-sentinel", "redlock", "etcd", "zookeeper":
 		if l.TTL <= 0 {
 			return "the lease's TTL is not known"
 		}
@@ -77,8 +96,9 @@ func (l Lease) noLease() string {
 
 // observedExpiry reports whether the client sees every request that can
 // extend its lease, so that the newest of them also bounds the expiry from
-// above. An etcd Session keeps its lease alive unobserved.
-func (l Lease) observedExpiry() bool { return l.Backend != "etcd" }
+// above. An etcd Session keeps its lease alive unobserved, and a ZooKeeper
+// client its session (the library's pings).
+func (l Lease) observedExpiry() bool { return l.Backend != "etcd" && l.Backend != "zookeeper" }
 
 // Exclusion checks the lock's promise itself: no two clients hold it while
 // both their leases are certainly valid. A holding H is certain over

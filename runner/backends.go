@@ -22,6 +22,8 @@ type backend struct {
 	services func(cfg *Config) []service
 	// addrs is what the worker's --lock-addrs gets.
 	addrs func(cfg *Config) []string
+	// jvm: the service's nodes run the JVM image.
+	jvm bool
 	// ready, when set, is run after every probe passed, in the first node:
 	// a check of the whole service (all members, a leader).
 	ready func(cfg *Config) []string
@@ -93,6 +95,13 @@ var backends = map[string]backend{
 		ready: func(*Config) []string {
 			return []string{"lockbench", "etcd-health", "--endpoints", strings.Join(withPort(etcdNames, 2379), ",")}
 		},
+	},
+	"zookeeper": {
+		tokens:   true,
+		jvm:      true,
+		services: zkServices,
+		addrs:    func(*Config) []string { return withPort(zkNames, 2181) },
+		ready:    zkReady,
 	},
 	"cas":    {lockless: true, services: func(*Config) []service { return nil }, addrs: func(*Config) []string { return nil }},
 	"nolock": {lockless: true, services: func(*Config) []service { return nil }, addrs: func(*Config) []string { return nil }},

@@ -16,7 +16,7 @@ import (
 
 // Backends, workloads, stores and faults this build knows.
 var (
-	Backends  = []string{"redis", "redlock", "redis-sentinel", "etcd", "cas", "nolock"}
+	Backends  = []string{"redis", "redlock", "redis-sentinel", "etcd", "zookeeper", "cas", "nolock"}
 	Workloads = []string{"counter", "set"}
 	Stores    = []string{"lockbench", "etcd"}
 	Nemeses   = []string{"none", "pause", "pause-node", "partition", "kill", "clock", "failover"}
@@ -191,6 +191,8 @@ func (c *Config) Inapplicable() string {
 			return fmt.Sprintf("%s has no lock-service nodes for %s", c.Backend, f)
 		case f == "clock" && c.Backend == "etcd":
 			return "etcd reads the wall clock through the vDSO, where no LD_PRELOAD reaches, and its leases run on the monotonic clock"
+		case f == "clock" && c.Backend == "zookeeper":
+			return "ZooKeeper times sessions on the JVM's monotonic clock (System.nanoTime), which no LD_PRELOAD moves"
 		}
 	}
 	return ""

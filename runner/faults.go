@@ -53,6 +53,8 @@ func (r *run) topology() nemesis.Topology {
 		t.Leader = r.primary
 	case "etcd":
 		t.Leader = r.etcdLeader
+	case "zookeeper":
+		t.Leader = r.zkLeader
 	}
 	return t
 }

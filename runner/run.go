@@ -61,12 +61,14 @@ type Options struct {
 
 // Test is test.json: everything needed to understand and re-check a run.
 type Test struct {
-	Name     string            `json:"name"`
-	RunID    string            `json:"run_id"`
-	Start    time.Time         `json:"start"`
-	Command  []string          `json:"command,omitempty"`
-	Config   Config            `json:"config"`
-	Image    string            `json:"image"`
+	Name    string    `json:"name"`
+	RunID   string    `json:"run_id"`
+	Start   time.Time `json:"start"`
+	Command []string  `json:"command,omitempty"`
+	Config  Config    `json:"config"`
+	Image   string    `json:"image"`
+	// JVMImage is the image of the service's JVM nodes, when it has any.
+	JVMImage string            `json:"jvm_image,omitempty"`
 	Versions map[string]string `json:"versions"`
 	// Health is what the service's health check said before the workload.
 	Health string `json:"health,omitempty"`
@@ -109,7 +111,14 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		return nil, fmt.Errorf("node image: %w", err)
 	}
 
-	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image,
+	var jvm string
+	if backends[cfg.Backend].jvm {
+		if jvm, err = images.EnsureJVM(ctx, eng.Client, images.Options{Method: opts.ImageMethod, Mirror: opts.Mirror, Log: opts.Out}); err != nil {
+			return nil, fmt.Errorf("JVM image: %w", err)
+		}
+	}
+
+	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image, JVMImage: jvm,
 		Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
 	dir := filepath.Join(opts.Results, test.Name, test.Start.Format("20060102T150405.000Z"))
 	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
@@ -132,6 +141,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		hist.Close()
 		return nil, err
 	}
+	cluster.SetJVMImage(jvm)
 	r.cluster = cluster
 	interrupted := false
 	defer func() {
@@ -217,6 +227,10 @@ func (r *run) up(ctx context.Context, test *Test) error {
 			if v, err := r.cluster.Exec(ctx, s.node.Name, "lockbench", "etcd", "--version"); err == nil {
 				first, _, _ := strings.Cut(v, "\n")
 				test.Versions["etcd"] = strings.TrimSpace(first)
+			}
+		case "zookeeper":
+			if v, err := r.cluster.Exec(ctx, s.node.Name, zkVersion...); err == nil {
+				test.Versions["zookeeper"] = strings.TrimSpace(v)
 			}
 		}
 	}

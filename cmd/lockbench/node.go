@@ -71,6 +71,9 @@ func newWorkerCmd() *cobra.Command {
 					return fail(exitHarness, err)
 				}
 				lock, etcdLock = l, l
+			case "zookeeper":
+				lock = locks.NewZooKeeper(locks.ZooKeeperConfig{Servers: lockAddrs, Dir: "/lockbench/lock/" + cfg.Key,
+					Owner: cfg.Process, TTL: ttl, Trace: trace})
 			case "cas":
 				cfg.CAS = true
 			case "nolock":

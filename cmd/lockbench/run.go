@@ -192,7 +192,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, cas (no lock: conditional writes), nolock (broken control)")
+	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, zookeeper, cas (no lock: conditional writes), nolock (broken control)")
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
 	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause (clients), pause-node, partition, kill, clock, failover (redis-sentinel)")
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")

@@ -86,7 +86,7 @@ func newCleanCmd() *cobra.Command {
 func newImagesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "images", Short: "Manage the locally built node image"}
 	var method, mirror string
-	var force bool
+	var force, jvm bool
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node image (Debian's redis-server, fault tools, this binary) if missing",
@@ -106,15 +106,23 @@ func newImagesCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			defer eng.Close()
-			tag, err := images.Ensure(ctx, eng.Client, images.Options{Binary: bin, Method: m, Mirror: mirror, Force: force, Log: os.Stdout})
+			opts := images.Options{Binary: bin, Method: m, Mirror: mirror, Force: force, Log: os.Stdout}
+			tag, err := images.Ensure(ctx, eng.Client, opts)
 			if err != nil {
 				return fail(exitHarness, err)
 			}
 			fmt.Println(tag)
+			if jvm {
+				if tag, err = images.EnsureJVM(ctx, eng.Client, opts); err != nil {
+					return fail(exitHarness, err)
+				}
+				fmt.Println(tag)
+			}
 			return nil
 		},
 	}
 	build.Flags().BoolVar(&force, "force", false, "rebuild the base and the node image even if present")
+	build.Flags().BoolVar(&jvm, "jvm", false, "also build the JVM services' image (ZooKeeper), otherwise built by the first run that needs it")
 	addImageFlags(build.Flags(), &method, &mirror)
 	cmd.AddCommand(build)
 	return cmd

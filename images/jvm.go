@@ -1,0 +1,58 @@
+package images
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/docker/docker/client"
+)
+
+// JVMRepo is the repository of the image for lock services that run on the
+// JVM (ZooKeeper). Its tag is a hash of the node base and of what is
+// installed over it, so it is built once, the first time a run needs it,
+// and never rebuilt for a new lockbench binary: those nodes run no
+// lockbench code.
+const JVMRepo = "lockbench-jvm"
+
+// JVMPackages are Debian's ZooKeeper server with a headless JRE. Debian's
+// `zookeeper` package would add the desktop JRE (GTK, Mesa, LLVM: about
+// 280 MB more) for its ZooInspector GUI; `libzookeeper-java` holds the same
+// 3.8.0 server, whose jar names its dependencies in its manifest.
+var JVMPackages = []string{"openjdk-17-jre-headless", "libzookeeper-java"}
+
+// jvmDockerfile installs JVMPackages over the node base, which brings the
+// tools faults need (ip, iptables, ps).
+func jvmDockerfile() string {
+	return "FROM " + BaseTag + "\n" +
+		"RUN apt-get update && apt-get install -y --no-install-recommends " + strings.Join(JVMPackages, " ") +
+		" && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb\n"
+}
+
+// JVMTag is the JVM image's name for the current node base and packages.
+func JVMTag() string {
+	h := sha256.Sum256([]byte(jvmDockerfile()))
+	return JVMRepo + ":" + hex.EncodeToString(h[:])[:12]
+}
+
+// EnsureJVM returns the JVM image, building it (and the node base under it)
+// only when missing. It needs Debian's package mirror to be reachable from
+// a build container.
+func EnsureJVM(ctx context.Context, cli *client.Client, opts Options) (string, error) {
+	tag := JVMTag()
+	if !opts.Force && exists(ctx, cli, tag) {
+		return tag, nil
+	}
+	if !exists(ctx, cli, BaseTag) {
+		if err := buildBase(ctx, cli, opts); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(opts.Log, "building %s (Debian's ZooKeeper and OpenJDK 17, once)\n", tag)
+	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(jvmDockerfile())}, []string{tag, JVMRepo + ":latest"}); err != nil {
+		return "", err
+	}
+	return tag, nil
+}
