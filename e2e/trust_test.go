@@ -26,6 +26,7 @@ func TestPreflightRefusesBeforeAnyContainer(t *testing.T) {
 		"pause-node on nolock":     {"--backend", "nolock", "--nemesis", "pause-node"},
 		"kill on nolock":           {"--backend", "nolock", "--nemesis", "kill"},
 		"clock on etcd":            {"--backend", "etcd", "--nemesis", "clock"},
+		"clock on zookeeper":       {"--backend", "zookeeper", "--nemesis", "clock"},
 		"the same fault twice":     {"--nemesis", "pause,kill,pause"},
 		"ttl not shorter":          {"--ttl", "5s", "--time-limit", "5s"},
 		"fault as long as the run": {"--nemesis", "pause", "--fault-duration", "8s", "--time-limit", "8s"},

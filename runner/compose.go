@@ -7,10 +7,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/images"
 )
 
 // composeTopologies are the default clusters docker-compose.yml describes.
-var composeTopologies = []string{"redis", "redlock", "redis-sentinel", "etcd"}
+var composeTopologies = []string{"redis", "redlock", "redis-sentinel", "etcd", "zookeeper"}
 
 type composeFile struct {
 	Version  string                    `yaml:"version"`
@@ -60,8 +61,12 @@ func Compose() ([]byte, error) {
 		for _, s := range b.services(&cfg) {
 			name := serviceName(topo, s.node.Name)
 			deps = append(deps, name)
+			image := "lockbench-node:latest"
+			if s.node.JVM {
+				image = images.JVMRepo + ":latest"
+			}
 			f.Services[name] = composeService{
-				Image: "lockbench-node:latest", Command: escape(s.node.Cmd), Hostname: s.node.Name, Labels: labels,
+				Image: image, Command: escape(s.node.Cmd), Hostname: s.node.Name, Labels: labels,
 				Networks: map[string]composeEndpoint{topo: {Aliases: []string{s.node.Name}}},
 				Tmpfs:    s.node.Tmpfs, CapAdd: s.node.Caps,
 			}
