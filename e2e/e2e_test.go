@@ -369,7 +369,7 @@ func TestBadInput(t *testing.T) {
 		{"negative ttl", nil, []string{"run", "--ttl", "-2s"}, 254, "--ttl"},
 		{"unknown flag", nil, []string{"run", "--frobnicate"}, 254, "unknown flag"},
 		{"bad fence", nil, []string{"run", "--fence", "some"}, 254, "fence"},
-		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "1s"}, 255, "docker engine not reachable"},
+		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "5s"}, 255, "docker engine not reachable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
