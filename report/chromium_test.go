@@ -5,6 +5,7 @@ import (
 	"context"
 	"image"
 	"image/png"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,4 +113,49 @@ func colourStats(img image.Image) (int, float64) {
 		}
 	}
 	return len(seen), float64(dark) / float64(b.Dx()*b.Dy())
+}
+
+// serve's pages as a browser draws them: the index lists a run three
+// levels deep and a matrix, and an anomalies page shows its sequence
+// diagrams as drawings, each with its participants and messages.
+func TestChromiumRendersServedPages(t *testing.T) {
+	bin := chromium(t)
+	root, _ := servedTree(t)
+	srv := httptest.NewServer(Handler(root))
+	defer srv.Close()
+
+	index := string(runChromium(t, bin, "--dump-dom", srv.URL+"/"))
+	runs := between(t, index, `<table id="runs">`, "</table>")
+	if !strings.Contains(runs, `href="ci/nightly/redis-counter-pause-fence-none/20261202T094515.549Z/report.html"`) ||
+		!strings.Contains(runs, `class="verdict running"`) || strings.Count(runs, `<tr class="run">`) != 3 {
+		t.Errorf("index's runs:\n%s", runs)
+	}
+	if m := between(t, index, `<table id="matrices">`, "</table>"); !strings.Contains(m, `href="matrix/20261202T100000.000Z/matrix.md"`) ||
+		!strings.Contains(m, "1 contradicted") {
+		t.Errorf("index's matrices:\n%s", m)
+	}
+
+	url := srv.URL + "/ci/nightly/redis-counter-pause-fence-none/20261202T094515.549Z/" + AnomaliesFile
+	dom := string(runChromium(t, bin, "--dump-dom", url))
+	diagram := between(t, dom, `<svg class="sequence"`, "</svg>")
+	if n := strings.Count(diagram, `class="participant"`); n < 6 {
+		t.Errorf("the first diagram has %d participant boxes, want at least 3 columns, each drawn top and bottom", n)
+	}
+	if n := strings.Count(diagram, `class="message"`); n < 3 {
+		t.Errorf("the first diagram has %d messages", n)
+	}
+	shot := filepath.Join(t.TempDir(), "anomalies.png")
+	runChromium(t, bin, "--screenshot="+shot, "--window-size=1100,1600", url)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if colours, ink := colourStats(img); colours < 50 || ink < 0.005 {
+		t.Errorf("the anomalies page looks blank: %d colours, %.1f%% dark pixels", colours, ink*100)
+	}
 }

@@ -16,9 +16,11 @@ import (
 
 // testFile is the part of test.json the report reads by name.
 type testFile struct {
-	Name   string    `json:"name"`
-	RunID  string    `json:"run_id"`
-	Start  time.Time `json:"start"`
+	Name  string    `json:"name"`
+	RunID string    `json:"run_id"`
+	Start time.Time `json:"start"`
+	// End is set when the clients stopped; a run without it goes on or was cut short.
+	End    *time.Time `json:"end"`
 	Config struct {
 		Backend  string   `json:"backend"`
 		Workload string   `json:"workload"`
