@@ -15,7 +15,10 @@ import (
 )
 
 func newCheckCmd() *cobra.Command {
-	var checkTO time.Duration
+	var (
+		checkTO time.Duration
+		out     output
+	)
 	cmd := &cobra.Command{
 		Use:   "check DIR",
 		Short: "Re-run every checker on a stored run and rewrite its results (no Docker needed)",
@@ -31,11 +34,15 @@ func newCheckCmd() *cobra.Command {
 			case err != nil:
 				return fail(exitHarness, err)
 			}
-			rep.Print(os.Stdout)
+			rep.Print(out.human())
+			if err := out.emit(newRunJSON(rep)); err != nil {
+				return err
+			}
 			return verdictExit(rep.Verdict)
 		},
 	}
 	cmd.Flags().DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search")
+	out.add(cmd.Flags())
 	return cmd
 }
 
