@@ -51,7 +51,13 @@ func newMatrixCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "matrix",
 		Short: "Run a grid of backends × nemeses × fences × workloads and hold each cell to its expectation",
-		Args:  cobra.NoArgs,
+		Example: `  # what the default grid would run, and what each cell is expected to give
+  lockbench matrix --dry-run
+  # compare three backends under pauses, with and without a fence, for CI
+  lockbench matrix --backends redis,etcd,cas --nemeses none,pause --fences none,all --junit junit.xml
+  # the summary as JSON on stdout
+  lockbench matrix --backends redis --nemeses pause --json > matrix.json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			base, opts, err := t.config(cmd)
 			if err != nil {
@@ -77,7 +83,7 @@ func newMatrixCmd() *cobra.Command {
 				values, all []string
 			}{
 				{"--backends", axes.Backends, runner.Backends}, {"--workloads", axes.Workloads, runner.Workloads},
-				{"--nemeses", axes.Nemeses, runner.Nemeses}, {"--fences", axes.Fences, []string{"none", "writes", "all"}},
+				{"--nemeses", axes.Nemeses, runner.Nemeses}, {"--fences", axes.Fences, fences},
 				{"--stores", axes.Stores, runner.Stores},
 			} {
 				for _, v := range a.values {
@@ -154,6 +160,7 @@ func newMatrixCmd() *cobra.Command {
 	f.BoolVar(&dryRun, "dry-run", false, "list the cells and their expectations, run nothing")
 	out.add(f)
 	t.add(f)
+	completeFlags(cmd)
 	if err := f.Set("time-limit", "20s"); err != nil {
 		panic(err)
 	}

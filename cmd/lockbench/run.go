@@ -141,7 +141,15 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one test: bring the lock service up, inject faults, check the history",
-		Args:  cobra.NoArgs,
+		Example: `  # the stale-holder failure: a paused holder writes after its lease expired
+  lockbench run --backend redis --nemesis pause --fence none --time-limit 20s
+  # the same with a fence: the store rejects the stale token
+  lockbench run --backend redis --nemesis pause --fence all
+  # a summary for scripts on stdout, the cluster kept up to look at
+  lockbench run --nemesis kill --json --leave-running > summary.json
+  # run a stored test again, five times
+  lockbench run --replay results/redis-counter-pause-fence-none/20261202T094515.549Z --test-count 5`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, opts, err := t.config(cmd)
 			if err != nil {
@@ -208,6 +216,10 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")
 	out.add(f)
 	t.add(f)
+	completeFlags(cmd)
+	if err := cmd.RegisterFlagCompletionFunc("replay", completeRunDirs); err != nil {
+		panic(err)
+	}
 	return cmd
 }
 
