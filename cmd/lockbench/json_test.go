@@ -74,6 +74,10 @@ func TestCheckJSON(t *testing.T) {
 	if printed["dir"] != dir || files["results"] != filepath.Join(dir, "results.json") || files["report"] != filepath.Join(dir, "report.html") {
 		t.Errorf("paths: dir %v, files %v", printed["dir"], files)
 	}
+	if printed["run_id"] != "94dd4068" {
+		t.Errorf("run_id %v, want test.json's", printed["run_id"])
+	}
+	delete(printed, "run_id")
 	delete(printed, "dir")
 	delete(printed, "files")
 	if !reflect.DeepEqual(printed, stored) {

@@ -47,6 +47,8 @@ func (o *output) emit(v any) error {
 // stored, and where the run's files are.
 type runJSON struct {
 	*runner.Report
+	// RunID labels the run's containers (`lockbench clean --run ID`).
+	RunID string   `json:"run_id"`
 	Dir   string   `json:"dir"`
 	Files runFiles `json:"files"`
 }
@@ -62,7 +64,10 @@ type runFiles struct {
 
 func newRunJSON(rep *runner.Report) runJSON {
 	at := func(name string) string { return filepath.Join(rep.Dir, name) }
-	return runJSON{Report: rep, Dir: rep.Dir, Files: runFiles{Results: at(runner.ResultsFile), Report: at(report.HTMLFile),
+	// results.json does not hold the run id; test.json does, and was read
+	// before the run was judged, so it cannot be missing here.
+	test, _, _ := runner.ReadTest(rep.Dir)
+	return runJSON{Report: rep, RunID: test.RunID, Dir: rep.Dir, Files: runFiles{Results: at(runner.ResultsFile), Report: at(report.HTMLFile),
 		Linear: at(report.LinearFile), Anomalies: at(report.AnomaliesFile), History: at(runner.HistoryFile), Store: at(runner.StoreFile)}}
 }
 

@@ -128,7 +128,7 @@ func interruptible() (context.Context, func()) {
 
 // replayable are the flags --replay allows: where and how to run, never
 // what to test, which comes from the replayed run's test.json.
-var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json"}
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running"}
 
 func newRunCmd() *cobra.Command {
 	var (
@@ -136,6 +136,7 @@ func newRunCmd() *cobra.Command {
 		replay       string
 		count        int
 		untilInvalid bool
+		leave        bool
 		out          output
 	)
 	cmd := &cobra.Command{
@@ -155,9 +156,12 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts.Out = out.human()
+			opts.Out, opts.LeaveRunning = out.human(), leave
 			if count < 1 {
 				return fail(exitUsage, fmt.Errorf("--test-count must be at least 1, got %d", count))
+			}
+			if leave && count > 1 {
+				return fail(exitUsage, fmt.Errorf("--leave-running keeps one run's cluster up: it cannot go with --test-count %d", count))
 			}
 			if replay != "" {
 				if cfg, err = replayConfig(cmd, replay); err != nil {
@@ -214,6 +218,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
 	f.IntVar(&count, "test-count", 1, "run the test this many times (fresh runs: seeds seed, seed+1, …; a replay repeats its seed), then summarize")
 	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")
+	f.BoolVar(&leave, "leave-running", false, "keep the cluster up after the run (faults healed) to look at it; remove it with lockbench clean --run ID")
 	out.add(f)
 	t.add(f)
 	completeFlags(cmd)
