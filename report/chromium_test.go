@@ -159,3 +159,23 @@ func TestChromiumRendersServedPages(t *testing.T) {
 		t.Errorf("the anomalies page looks blank: %d colours, %.1f%% dark pixels", colours, ink*100)
 	}
 }
+
+// linear.html as a browser draws it: the test's name in the title, a way
+// back to the report, and rows named after the clients.
+func TestChromiumRendersLinear(t *testing.T) {
+	bin := chromium(t)
+	dir := writeRun(t, "invalid")
+	dom := string(runChromium(t, bin, "--dump-dom", "file://"+filepath.Join(dir, LinearFile)))
+	if !strings.Contains(dom, "<title>redis-counter-pause-fence-none: linearizability</title>") || !strings.Contains(dom, `href="report.html"`) {
+		t.Error("linear.html lacks its title or the link back to the report")
+	}
+	canvas := between(t, dom, `<div id="canvas">`, "</svg>")
+	for _, c := range []string{">c1</text>", ">c3</text>", ">c5</text>"} {
+		if !strings.Contains(canvas, c) {
+			t.Errorf("the rows are not named after the clients: no %s", c)
+		}
+	}
+	if strings.Contains(canvas, `text-anchor="end">0</text>`) {
+		t.Error("a row is still labelled with porcupine's number")
+	}
+}
