@@ -179,3 +179,44 @@ func TestChromiumRendersLinear(t *testing.T) {
 		t.Error("a row is still labelled with porcupine's number")
 	}
 }
+
+// overflowProbe, appended to a page, lists what sticks out past the
+// viewport's right edge, timelines aside (they may scroll), into
+// <pre id="overflow">.
+const overflowProbe = `<script>
+(() => {
+  const w = document.documentElement.clientWidth, bad = []
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('svg.timeline')) continue
+    const r = el.getBoundingClientRect()
+    if (r.width > 0 && r.right > w + 1) bad.push(el.tagName + (el.id ? '#' + el.id : '') + ' ' + (el.getAttribute('class') || '') + ' right=' + Math.round(r.right))
+  }
+  const pre = document.createElement('pre')
+  pre.id = 'overflow'
+  pre.textContent = 'scrollWidth=' + document.documentElement.scrollWidth + ' width=' + w + '\n' + bad.slice(0, 15).join('\n')
+  document.body.appendChild(pre)
+})()
+</script>`
+
+// report.html at 800 px: nothing but the timelines is wider than the
+// window, so it reads without scrolling sideways.
+func TestChromiumReportAt800(t *testing.T) {
+	bin := chromium(t)
+	for _, run := range []string{"invalid", "valid"} {
+		t.Run(run, func(t *testing.T) {
+			dir := writeRun(t, run)
+			page := readFile(t, dir, HTMLFile)
+			i := strings.LastIndex(page, "</body>")
+			probe := filepath.Join(dir, "probe.html")
+			if err := os.WriteFile(probe, []byte(page[:i]+overflowProbe+page[i:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dom := string(runChromium(t, bin, "--dump-dom", "--window-size=800,1200", "file://"+probe))
+			report := strings.TrimSuffix(strings.TrimPrefix(between(t, dom, `<pre id="overflow">`, "</pre>"), `<pre id="overflow">`), "</pre>")
+			first, rest, _ := strings.Cut(report, "\n")
+			if first != "scrollWidth=800 width=800" || strings.TrimSpace(rest) != "" {
+				t.Errorf("report.html at 800 px scrolls sideways: %s\n%s", first, rest)
+			}
+		})
+	}
+}
