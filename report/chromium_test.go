@@ -80,8 +80,8 @@ func TestChromiumRendersReport(t *testing.T) {
 			if n := strings.Count(overview, `class="fault"`); n != 3 {
 				t.Errorf("rendered overview shades %d fault windows, want 3", n)
 			}
-			if n := strings.Count(dom, `<svg class="plot"`); n != 5 {
-				t.Errorf("rendered page has %d plots, want 5", n)
+			if n := strings.Count(dom, `<svg class="plot"`); n != 8 {
+				t.Errorf("rendered page has %d plots, want 8", n)
 			}
 			if run == "invalid" {
 				table := between(t, dom, `<table id="anomaly-table">`, "</table>")

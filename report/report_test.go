@@ -117,8 +117,13 @@ func TestWriteInvalidRun(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if n := strings.Count(page, `<svg class="plot"`); n != 5 {
-		t.Errorf("page has %d plots, want 4 latency and 1 throughput", n)
+	if n := strings.Count(page, `<svg class="plot"`); n != 8 {
+		t.Errorf("page has %d plots, want latency and throughput for each of 4 operation types", n)
+	}
+	for _, f := range []string{"acquire", "read", "write", "release"} {
+		if !strings.Contains(page, f+" throughput") {
+			t.Errorf("no throughput plot of %s", f)
+		}
 	}
 
 	md := readFile(t, dir, AnomaliesFile)
@@ -629,5 +634,30 @@ func TestHeadlineAndFaultEnd(t *testing.T) {
 	}
 	if strings.Contains(page, "healed at 9.686 s") {
 		t.Error("the tooltip still ends the pause when its heal was recorded")
+	}
+}
+
+// Every count key the checkers report is explained on the page.
+func TestCountKeysExplained(t *testing.T) {
+	for _, run := range []string{"invalid", "valid"} {
+		in, err := Load(filepath.Join("testdata", run), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range checkers.All(time.Minute) {
+			for k := range ch.Check(checkers.Input{History: in.History, Store: in.Store, Key: "x"}).Counts {
+				if countMeanings[k] == "" {
+					t.Errorf("%s's count %q has no meaning in countMeanings", ch.Name(), k)
+				}
+			}
+		}
+	}
+	page := readFile(t, writeRun(t, "invalid"), HTMLFile)
+	if !strings.Contains(page, `<span title="writes the store accepted although it had already seen a newer token">stale_accepted 2</span>`) ||
+		!strings.Contains(page, `<dt>stale_accepted</dt>`) {
+		t.Error("the checkers table does not explain its counts")
+	}
+	if !strings.Contains(page, "<b>t46</b> on a bar is the holding") {
+		t.Error("the timeline's labels are not explained")
 	}
 }
