@@ -106,3 +106,12 @@ func TestMatrixDryRunJSON(t *testing.T) {
 		t.Errorf("stderr lacks the plan for people:\n%s", stderr)
 	}
 }
+
+// --leave-running keeps one cluster: a series is refused before Docker is
+// reached, in one line.
+func TestLeaveRunningRefusesSeries(t *testing.T) {
+	code, stdout, stderr := capture(t, "run", "--leave-running", "--test-count", "2", "--json")
+	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--leave-running") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
