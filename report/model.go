@@ -16,9 +16,11 @@ import (
 
 // testFile is the part of test.json the report reads by name.
 type testFile struct {
-	Name   string    `json:"name"`
-	RunID  string    `json:"run_id"`
-	Start  time.Time `json:"start"`
+	Name  string    `json:"name"`
+	RunID string    `json:"run_id"`
+	Start time.Time `json:"start"`
+	// End is set when the clients stopped; a run without it goes on or was cut short.
+	End    *time.Time `json:"end"`
 	Config struct {
 		Backend  string   `json:"backend"`
 		Workload string   `json:"workload"`
@@ -83,10 +85,16 @@ type lane struct {
 // fault is a window the nemesis had a fault in force: from its start's info
 // to its stop's info, as recorded.
 type fault struct {
-	kind               string
-	targets            []string
-	start, end         int64
-	stopCall           int64 // when the nemesis began healing it; 0 if never
+	kind    string
+	targets []string
+	start   int64
+	// end is when the nemesis began healing the fault, the one end every
+	// page shows: its target can act again from then on (a resumed
+	// client may write before the heal is recorded as done), so a window
+	// ending at the heal's completion would hold writes made after it.
+	// A fault never healed ends with the history.
+	end                int64
+	stopping           bool // the nemesis began healing it
 	startIdx           int64
 	healed             bool
 	description, title string
@@ -318,8 +326,8 @@ func (an *analysis) buildFaults() {
 			an.markOf[e.Index] = faultID(e.Index)
 		case e.F == history.Stop && e.Type == history.Invoke:
 			for _, i := range open {
-				if an.faults[i].kind == e.Fault && an.faults[i].stopCall == 0 {
-					an.faults[i].stopCall = e.Time
+				if f := &an.faults[i]; f.kind == e.Fault && !f.stopping {
+					f.end, f.stopping = max(e.Time, f.start), true
 				}
 			}
 		case e.F == history.Stop && e.Type == history.Info:
@@ -329,7 +337,10 @@ func (an *analysis) buildFaults() {
 				if f.kind != e.Fault {
 					return false
 				}
-				f.end, f.healed = max(e.Time, f.start), true
+				if !f.stopping {
+					f.end = max(e.Time, f.start)
+				}
+				f.healed = true
 				an.markOf[e.Index] = faultID(f.startIdx)
 				return true
 			})
@@ -337,9 +348,6 @@ func (an *analysis) buildFaults() {
 	}
 	for i := range an.faults {
 		f := &an.faults[i]
-		if f.stopCall == 0 {
-			f.stopCall = f.end
-		}
 		f.description = strings.TrimSpace(f.kind + " " + strings.Join(f.targets, ","))
 		healed := "healed at " + history.Seconds(f.end)
 		if !f.healed {

@@ -117,8 +117,13 @@ func TestWriteInvalidRun(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if n := strings.Count(page, `<svg class="plot"`); n != 5 {
-		t.Errorf("page has %d plots, want 4 latency and 1 throughput", n)
+	if n := strings.Count(page, `<svg class="plot"`); n != 8 {
+		t.Errorf("page has %d plots, want latency and throughput for each of 4 operation types", n)
+	}
+	for _, f := range []string{"acquire", "read", "write", "release"} {
+		if !strings.Contains(page, f+" throughput") {
+			t.Errorf("no throughput plot of %s", f)
+		}
 	}
 
 	md := readFile(t, dir, AnomaliesFile)
@@ -254,8 +259,12 @@ func TestTokenlessRuns(t *testing.T) {
 		noLock bool
 		want   []string
 	}{
-		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134"}},
-		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134"}},
+		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134",
+			"## Incident 1: c3 wrote 46 after a 4.0 s pause: accepted at 9.684 s"}},
+		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134",
+			// Without a lock no holding says when c3's turn began, and the
+			// pause was over when it wrote.
+			"## Incident 1: c3 wrote 46: accepted at 9.684 s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := base
@@ -286,7 +295,7 @@ func TestTokenlessRuns(t *testing.T) {
 			if n := strings.Count(md, "\n## Incident"); n != 2 {
 				t.Errorf("%d incidents, want one per stale write (2):\n%s", n, md)
 			}
-			for _, want := range append(c.want, "## Incident 1: c3 wrote 46 at 9.684 s: accepted") {
+			for _, want := range c.want {
 				if !strings.Contains(md, want) {
 					t.Errorf("anomalies.md lacks %q", want)
 				}
@@ -607,5 +616,48 @@ func TestWriteSurvivesBadInput(t *testing.T) {
 	err := recovered("x.html", func() error { var m map[string]int; m["a"]++; return nil })
 	if err == nil || !strings.Contains(err.Error(), "drawing x.html failed") {
 		t.Errorf("a panic while drawing gave %v", err)
+	}
+}
+
+// An incident's headline names the fault and the newer token, and a fault
+// window ends at one time on every page: the story's resume, the
+// timeline's tooltip and the anomalies page agree.
+func TestHeadlineAndFaultEnd(t *testing.T) {
+	dir := writeRun(t, "invalid")
+	md, page := readFile(t, dir, AnomaliesFile), readFile(t, dir, HTMLFile)
+	headline := "c3 wrote 46 with stale token 46 after a 4.0 s pause; c1 already held token 68: accepted at 9.684 s"
+	if !strings.Contains(md, "## Incident 1: "+headline) || !strings.Contains(page, headline) {
+		t.Errorf("the headline %q is missing", headline)
+	}
+	if !strings.Contains(md, "**9.663 s** the nemesis resumed c3") || !strings.Contains(page, "pause c3 from 5.663 s for 4.0 s, healed at 9.663 s") {
+		t.Error("the first pause does not end at 9.663 s on both pages")
+	}
+	if strings.Contains(page, "healed at 9.686 s") {
+		t.Error("the tooltip still ends the pause when its heal was recorded")
+	}
+}
+
+// Every count key the checkers report is explained on the page.
+func TestCountKeysExplained(t *testing.T) {
+	for _, run := range []string{"invalid", "valid"} {
+		in, err := Load(filepath.Join("testdata", run), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range checkers.All(time.Minute) {
+			for k := range ch.Check(checkers.Input{History: in.History, Store: in.Store, Key: "x"}).Counts {
+				if countMeanings[k] == "" {
+					t.Errorf("%s's count %q has no meaning in countMeanings", ch.Name(), k)
+				}
+			}
+		}
+	}
+	page := readFile(t, writeRun(t, "invalid"), HTMLFile)
+	if !strings.Contains(page, `<span title="writes the store accepted although it had already seen a newer token">stale_accepted 2</span>`) ||
+		!strings.Contains(page, `<dt>stale_accepted</dt>`) {
+		t.Error("the checkers table does not explain its counts")
+	}
+	if !strings.Contains(page, "<b>t46</b> on a bar is the holding") {
+		t.Error("the timeline's labels are not explained")
 	}
 }

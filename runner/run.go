@@ -54,6 +54,9 @@ type Options struct {
 	ImageMethod images.Method
 	Mirror      string
 	Out         io.Writer // progress for people
+	// LeaveRunning keeps the cluster's services up after the run, healed,
+	// for debugging; `lockbench clean --run ID` removes them.
+	LeaveRunning bool
 	// Command is the command line that asked for the run, kept in
 	// test.json for people; --replay reads Config, not this.
 	Command []string
@@ -264,10 +267,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, name := range r.clients {
-		logFile, err := os.Create(filepath.Join(r.dir, LogsDir, name+".log"))
-		if err != nil {
-			return false, fmt.Errorf("client log: %w", err)
-		}
+		logFile := &lazyFile{path: filepath.Join(r.dir, LogsDir, name+".log")}
 		followers.Add(1)
 		go func() {
 			defer followers.Done()
@@ -406,28 +406,76 @@ func (r *run) stopClients() {
 }
 
 // teardown heals faults, saves the store's log and the nodes' logs, and
-// removes every container and the network of the run.
+// removes every container and the network of the run, unless LeaveRunning
+// asked to keep them: then only a cluster whose faults all healed is kept,
+// as no fault may outlive the run.
 func (r *run) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	errs := []error{nemesis.HealAll(ctx, r.faults)}
+	healErr := nemesis.HealAll(ctx, r.faults)
+	errs := []error{healErr}
 	if data, err := r.storeLog(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("save store log: %w", err))
 	} else {
 		errs = append(errs, os.WriteFile(filepath.Join(r.dir, StoreFile), data, 0o644))
 	}
 	for _, name := range r.services {
-		if data, err := r.cluster.Logs(ctx, name); err == nil {
+		// A node that said nothing (the store keeps its record in
+		// store.log) leaves no empty file behind.
+		if data, err := r.cluster.Logs(ctx, name); err == nil && len(data) > 0 {
 			errs = append(errs, os.WriteFile(filepath.Join(r.dir, LogsDir, name+".log"), data, 0o644))
 		}
 	}
-	errs = append(errs, r.cluster.Down(ctx), r.hist.Close())
+	switch {
+	case r.opts.LeaveRunning && healErr != nil:
+		fmt.Fprintf(r.opts.Out, "cluster of run %s removed despite --leave-running: a fault could not be healed\n", r.cluster.RunID())
+		errs = append(errs, r.cluster.Down(ctx))
+	case r.opts.LeaveRunning:
+		fmt.Fprintf(r.opts.Out, "cluster of run %s left running (%s), faults healed; remove it with: lockbench clean --run %s\n",
+			r.cluster.RunID(), strings.Join(r.services, ", "), r.cluster.RunID())
+	default:
+		errs = append(errs, r.cluster.Down(ctx))
+	}
+	errs = append(errs, r.hist.Close())
 	// The history was written as events arrived, so that a frozen client
 	// held nothing back; it ends in time order.
 	if _, err := timeOrdered(r.dir); err != nil && !errors.Is(err, history.ErrTruncated) {
 		errs = append(errs, fmt.Errorf("history in time order: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// lazyFile is a log created on its first write, so that a client that said
+// nothing beyond its events leaves no empty file. The client's standard
+// error and its other output are written from two goroutines.
+type lazyFile struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil && l.err == nil {
+		if l.f, l.err = os.Create(l.path); l.err != nil {
+			l.err = fmt.Errorf("client log: %w", l.err)
+		}
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 func writeJSON(path string, v any) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -127,7 +128,7 @@ func interruptible() (context.Context, func()) {
 
 // replayable are the flags --replay allows: where and how to run, never
 // what to test, which comes from the replayed run's test.json.
-var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid"}
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running"}
 
 func newRunCmd() *cobra.Command {
 	var (
@@ -135,18 +136,32 @@ func newRunCmd() *cobra.Command {
 		replay       string
 		count        int
 		untilInvalid bool
+		leave        bool
+		out          output
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one test: bring the lock service up, inject faults, check the history",
-		Args:  cobra.NoArgs,
+		Example: `  # the stale-holder failure: a paused holder writes after its lease expired
+  lockbench run --backend redis --nemesis pause --fence none --time-limit 20s
+  # the same with a fence: the store rejects the stale token
+  lockbench run --backend redis --nemesis pause --fence all
+  # a summary for scripts on stdout, the cluster kept up to look at
+  lockbench run --nemesis kill --json --leave-running > summary.json
+  # run a stored test again, five times
+  lockbench run --replay results/redis-counter-pause-fence-none/20261202T094515.549Z --test-count 5`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, opts, err := t.config(cmd)
 			if err != nil {
 				return err
 			}
+			opts.Out, opts.LeaveRunning = out.human(), leave
 			if count < 1 {
 				return fail(exitUsage, fmt.Errorf("--test-count must be at least 1, got %d", count))
+			}
+			if leave && count > 1 {
+				return fail(exitUsage, fmt.Errorf("--leave-running keeps one run's cluster up: it cannot go with --test-count %d", count))
 			}
 			if replay != "" {
 				if cfg, err = replayConfig(cmd, replay); err != nil {
@@ -169,25 +184,28 @@ func newRunCmd() *cobra.Command {
 					run.Seed += int64(i)
 				}
 				if count > 1 {
-					fmt.Printf("test %d of %d (seed %d)\n", i+1, count, run.Seed)
+					fmt.Fprintf(opts.Out, "test %d of %d (seed %d)\n", i+1, count, run.Seed)
 				}
 				rep, err := runner.Run(ctx, run, opts)
 				if rep != nil {
-					rep.Print(os.Stdout)
+					rep.Print(opts.Out)
 					reps = append(reps, rep)
 				}
 				switch {
 				case errors.Is(err, runner.ErrUsage):
 					return fail(exitUsage, err)
 				case err != nil:
-					summarize(reps, count)
-					return fail(exitHarness, err)
+					summarize(opts.Out, reps, count)
+					return errors.Join(printSeries(&out, reps, count), fail(exitHarness, err))
 				}
 				if untilInvalid && rep.Verdict == checkers.Invalid {
 					break
 				}
 			}
-			summarize(reps, count)
+			summarize(opts.Out, reps, count)
+			if err := printSeries(&out, reps, count); err != nil {
+				return err
+			}
 			return verdictExit(worst(reps))
 		},
 	}
@@ -200,7 +218,13 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
 	f.IntVar(&count, "test-count", 1, "run the test this many times (fresh runs: seeds seed, seed+1, …; a replay repeats its seed), then summarize")
 	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")
+	f.BoolVar(&leave, "leave-running", false, "keep the cluster up after the run (faults healed) to look at it; remove it with lockbench clean --run ID")
+	out.add(f)
 	t.add(f)
+	completeFlags(cmd)
+	if err := cmd.RegisterFlagCompletionFunc("replay", completeRunDirs); err != nil {
+		panic(err)
+	}
 	return cmd
 }
 
@@ -225,8 +249,25 @@ func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
 	return test.Config, nil
 }
 
+// printSeries prints the runs' JSON summary, when --json asked for one:
+// one run's summary, or with --test-count the series and its worst
+// verdict.
+func printSeries(out *output, reps []*runner.Report, count int) error {
+	if count == 1 {
+		if len(reps) == 0 {
+			return nil
+		}
+		return out.emit(newRunJSON(reps[0]))
+	}
+	s := seriesJSON{Verdict: worst(reps), Count: count, Runs: []runJSON{}}
+	for _, r := range reps {
+		s.Runs = append(s.Runs, newRunJSON(r))
+	}
+	return out.emit(s)
+}
+
 // summarize prints the verdicts of a --test-count series.
-func summarize(reps []*runner.Report, count int) {
+func summarize(w io.Writer, reps []*runner.Report, count int) {
 	if count == 1 {
 		return
 	}
@@ -234,10 +275,10 @@ func summarize(reps []*runner.Report, count int) {
 	for _, r := range reps {
 		n[r.Verdict]++
 	}
-	fmt.Printf("\ntests: %d of %d run: %d valid, %d invalid, %d unknown\n", len(reps), count,
+	fmt.Fprintf(w, "\ntests: %d of %d run: %d valid, %d invalid, %d unknown\n", len(reps), count,
 		n[checkers.Valid], n[checkers.Invalid], len(reps)-n[checkers.Valid]-n[checkers.Invalid])
 	for i, r := range reps {
-		fmt.Printf("  %d  seed %-17d %-8s %s\n", i+1, r.Seed, r.Verdict, r.Dir)
+		fmt.Fprintf(w, "  %d  seed %-17d %-8s %s\n", i+1, r.Seed, r.Verdict, r.Dir)
 	}
 }
 
