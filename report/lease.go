@@ -100,12 +100,13 @@ type telemetry struct {
 // of the lease was left when it was sent: the newest grant or acknowledged
 // renewal's send time + TTL, less the renewal's send time. The acquire's
 // latency is split at the granting attempt's send time into the wait for
-// the lock and the service's round trip; on etcd the recorded time is the
-// session lease's proof, not the lock request, so there is no split.
+// the lock and the service's round trip; where the lease is a session's
+// (etcd) the recorded time is the session lease's proof, not the lock
+// request, so there is no split.
 func (an *analysis) measure() telemetry {
 	var t telemetry
 	proof := map[string]int64{} // client -> lease proven until (send + TTL)
-	split := an.test.Config.Backend != "etcd"
+	split := !an.in.Lease.Session
 	for _, o := range an.ops {
 		if o.Lone || !o.Done {
 			continue

@@ -54,6 +54,8 @@ type Input struct {
 	Notes []string
 	// Key is the counter's key; "" takes every key.
 	Key string
+	// Lease is the lease model the run's lock was judged by.
+	Lease checkers.Lease
 	// LinearTimeout bounds porcupine's search for linear.html; zero means
 	// DefaultLinearTimeout.
 	LinearTimeout time.Duration
@@ -65,6 +67,7 @@ type results struct {
 	Evidence string            `json:"evidence"`
 	Checkers []checkers.Result `json:"checkers"`
 	Notes    []string          `json:"notes"`
+	Lease    checkers.Lease    `json:"lease"`
 }
 
 // Load reads a stored run, for re-rendering its report without re-checking
@@ -101,7 +104,7 @@ func Load(dir, key string) (Input, error) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		return in, fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
 	}
-	in.Verdict, in.Results = res.Verdict, res.Checkers
+	in.Verdict, in.Results, in.Lease = res.Verdict, res.Checkers, res.Lease
 	in.Notes = append(in.Notes, res.Notes...)
 	return in, nil
 }

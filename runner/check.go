@@ -11,9 +11,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/store"
 )
@@ -36,10 +37,12 @@ type Report struct {
 	Checkers  []checkers.Result `json:"checkers"`
 	// Evidence qualifies a valid verdict whose faults never reached a
 	// holder (checkers.WeakEvidence); empty otherwise.
-	Evidence string    `json:"evidence,omitempty"`
-	Events   int       `json:"events"`
-	Notes    []string  `json:"notes,omitempty"`
-	Checked  time.Time `json:"checked"`
+	Evidence string `json:"evidence,omitempty"`
+	Events   int    `json:"events"`
+	// Lease is the lease model the exclusion checker judged the lock by.
+	Lease   checkers.Lease `json:"lease"`
+	Notes   []string       `json:"notes,omitempty"`
+	Checked time.Time      `json:"checked"`
 }
 
 // ErrNotARun marks a directory that holds no readable run.
@@ -75,27 +78,35 @@ func Check(dir string, linearTimeout time.Duration) (*Report, error) {
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Input{History: events, Store: log, Key: Key, Lease: checkers.Lease{
-		Backend: test.Config.Backend, TTL: int64(test.Config.TTL.D()), Drift: locks.RedlockDrift}}
+	in := checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)}
 	for _, c := range checkers.For(test.Config.Workload, linearTimeout) {
 		rep.Checkers = append(rep.Checkers, c.Check(in))
 	}
 	rep.Verdict = checkers.Overall(rep.Checkers)
 	rep.Evidence = checkers.Evidence(rep.Verdict, rep.Checkers)
-	rep.Events = len(events)
+	rep.Events, rep.Lease = len(events), in.Lease
 	if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
 		return nil, err
 	}
 	// The verdict stands without the pages: a report that cannot be drawn
 	// is a note, not a failed check.
 	if err := report.Write(dir, report.Input{Test: data, History: events, Store: log, Results: rep.Checkers,
-		Verdict: rep.Verdict, Notes: rep.Notes, Key: Key, LinearTimeout: linearTimeout}); err != nil {
+		Verdict: rep.Verdict, Notes: rep.Notes, Key: config.Key, Lease: in.Lease, LinearTimeout: linearTimeout}); err != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("report pages not written: %v", err))
 		if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
+}
+
+// lease is the lease model of the run's lock, as its backend supplies it.
+func lease(cfg config.Config) checkers.Lease {
+	b, ok := backends.Lookup(cfg.Backend)
+	if !ok {
+		return checkers.Lease{None: fmt.Sprintf("this lockbench knows no lock service %q, so neither how its leases expire", cfg.Backend)}
+	}
+	return b.Lease(int64(cfg.TTL.D()))
 }
 
 // History is the history of the run stored in dir, as Check judges it.

@@ -18,7 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/nemesis"
@@ -65,7 +67,7 @@ type Test struct {
 	RunID    string            `json:"run_id"`
 	Start    time.Time         `json:"start"`
 	Command  []string          `json:"command,omitempty"`
-	Config   Config            `json:"config"`
+	Config   config.Config     `json:"config"`
 	Image    string            `json:"image"`
 	Versions map[string]string `json:"versions"`
 	// Health is what the service's health check said before the workload.
@@ -76,7 +78,9 @@ type Test struct {
 }
 
 type run struct {
-	cfg      Config
+	cfg      config.Config
+	backend  backends.Backend
+	layout   backends.Layout
 	opts     Options
 	dir      string
 	epoch    int64
@@ -93,10 +97,11 @@ type run struct {
 
 // Run runs one test and checks it. The cluster is torn down and every fault
 // healed before it returns, whatever happened.
-func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error) {
-	if err := cfg.Validate(); err != nil {
+func Run(ctx context.Context, cfg config.Config, opts Options) (rep *Report, err error) {
+	if err := Validate(&cfg); err != nil {
 		return nil, err
 	}
+	b, _ := backends.Lookup(cfg.Backend)
 	eng, err := clusters.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -119,7 +124,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, opts: opts, dir: dir, hist: hist, holders: newHolders(backends[cfg.Backend].lockless),
+	r := &run{cfg: cfg, backend: b, layout: b.Layout(&cfg), opts: opts, dir: dir, hist: hist, holders: newHolders(!b.Locks()),
 		status: newStatus(opts.Out, cfg.TimeLimit.D())}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
@@ -177,17 +182,16 @@ func newRunID() string {
 
 // up starts the lock service and the store and waits until both answer.
 func (r *run) up(ctx context.Context, test *Test) error {
-	b := backends[r.cfg.Backend]
 	abs, err := filepath.Abs(r.dir)
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	services := r.fitForFaults(b.services(&r.cfg))
+	services := r.fitForFaults(r.layout.Services)
 	if err := r.start(ctx, services); err != nil {
 		return err
 	}
-	if b.ready != nil {
-		out, err := r.cluster.WaitReady(ctx, services[0].node.Name, 60*time.Second, b.ready(&r.cfg)...)
+	if r.layout.Ready != nil {
+		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
 		if err != nil {
 			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
 		}
@@ -196,48 +200,44 @@ func (r *run) up(ctx context.Context, test *Test) error {
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
 	r.epoch = history.Mono()
-	if r.cfg.Store == "lockbench" {
-		if err := r.start(ctx, []service{{
-			node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
+	if r.cfg.Store == config.DefaultStore {
+		if err := r.start(ctx, []backends.Service{{
+			Node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
 				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
 				"--epoch", strconv.FormatInt(r.epoch, 10),
 			}, Labels: map[string]string{resultsLabel: abs}},
-			probe: []string{"lockbench", "health", "127.0.0.1:7000"},
+			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
 		}}); err != nil {
 			return err
 		}
 	}
 	for _, s := range services {
-		switch s.node.Role {
-		case "redis":
-			if v, err := r.cluster.Exec(ctx, s.node.Name, "redis-server", "--version"); err == nil {
-				test.Versions["redis"] = strings.TrimSpace(v)
-			}
-		case "etcd":
-			if v, err := r.cluster.Exec(ctx, s.node.Name, "lockbench", "etcd", "--version"); err == nil {
-				first, _, _ := strings.Cut(v, "\n")
-				test.Versions["etcd"] = strings.TrimSpace(first)
-			}
+		if _, known := test.Versions[s.Node.Role]; known || s.Version == nil {
+			continue
+		}
+		if v, err := r.cluster.Exec(ctx, s.Node.Name, s.Version...); err == nil {
+			first, _, _ := strings.Cut(v, "\n")
+			test.Versions[s.Node.Role] = strings.TrimSpace(first)
 		}
 	}
 	return nil
 }
 
 // start starts nodes and waits until each passes its probe.
-func (r *run) start(ctx context.Context, services []service) error {
+func (r *run) start(ctx context.Context, services []backends.Service) error {
 	nodes := make([]clusters.Node, len(services))
 	for i, s := range services {
-		nodes[i] = s.node
-		r.services = append(r.services, s.node.Name)
+		nodes[i] = s.Node
+		r.services = append(r.services, s.Node.Name)
 	}
 	if err := r.cluster.StartAll(ctx, nodes); err != nil {
 		return err
 	}
 	for _, s := range services {
-		if s.probe == nil {
+		if s.Probe == nil {
 			continue
 		}
-		if _, err := r.cluster.WaitReady(ctx, s.node.Name, 30*time.Second, s.probe...); err != nil {
+		if _, err := r.cluster.WaitReady(ctx, s.Node.Name, 30*time.Second, s.Probe...); err != nil {
 			return err
 		}
 	}
@@ -254,7 +254,11 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	var clients []clusters.Node
 	for i := 1; i <= r.cfg.Concurrency; i++ {
 		name := fmt.Sprintf("c%d", i)
-		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64()), Caps: r.caps()})
+		cmd, err := r.workerCmd(name, seeds.Int64())
+		if err != nil {
+			return false, err
+		}
+		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: cmd, Caps: r.caps()})
 		r.clients = append(r.clients, name)
 	}
 	r.status.watch(r.clients)
@@ -337,16 +341,18 @@ func recovered(what string, report func(error)) {
 	}
 }
 
-func (r *run) workerCmd(name string, seed int64) []string {
-	return []string{"lockbench", "worker",
-		"--process", name, "--workload", r.cfg.Workload, "--backend", r.cfg.Backend,
-		"--lock-addrs", strings.Join(backends[r.cfg.Backend].addrs(&r.cfg), ","),
-		"--store-kind", r.cfg.Store, "--store", storeAddr, "--key", Key,
-		"--ttl", r.cfg.TTL.D().String(), "--seed", strconv.FormatInt(seed, 10),
-		"--epoch", strconv.FormatInt(r.epoch, 10), "--work-max", r.cfg.WorkMax.D().String(),
-		"--op-timeout", r.cfg.OpTimeout.D().String(), "--acquire-timeout", (5 * r.cfg.TTL.D()).String(),
-		"--check-lease=" + strconv.FormatBool(r.cfg.CheckLease),
+// workerCmd is the command of the client named name: the worker and its
+// one spec.
+func (r *run) workerCmd(name string, seed int64) ([]string, error) {
+	spec, err := backends.Spec{
+		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
+		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
+		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
+	}.Encode()
+	if err != nil {
+		return nil, err
 	}
+	return []string{"lockbench", "worker", spec}, nil
 }
 
 // clientLine records one line a client printed: an event, or anything else
@@ -442,12 +448,10 @@ func writeJSON(path string, v any) error {
 }
 
 // storeLog fetches the store's log: the lockbench store's file, or, with the
-// counter kept in etcd, the key's revision history read back from a member.
+// counter kept in the lock service, what the service kept.
 func (r *run) storeLog(ctx context.Context) ([]byte, error) {
-	if r.cfg.Store == "etcd" {
-		out, err := r.cluster.Exec(ctx, etcdNames[0], "lockbench", "etcd-log",
-			"--endpoints", strings.Join(withPort(etcdNames, 2379), ","), "--key", Key)
-		return []byte(out), err
+	if k, ok := r.backend.(backends.Keeper); ok && r.cfg.Store == k.Keeps() {
+		return k.StoreLog(ctx, r.cluster, &r.cfg)
 	}
 	return r.cluster.ReadFile(ctx, "store", storeLogPath)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -38,7 +39,7 @@ func newExportCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			if output == "-" {
-				_, err := history.WriteKnossos(os.Stdout, events, runner.Key)
+				_, err := history.WriteKnossos(os.Stdout, events, config.Key)
 				return exportErr(err)
 			}
 			if output == "" {
@@ -48,7 +49,7 @@ func newExportCmd() *cobra.Command {
 			if err != nil {
 				return exportErr(err)
 			}
-			n, err := history.WriteKnossos(f, events, runner.Key)
+			n, err := history.WriteKnossos(f, events, config.Key)
 			if err := exportErr(errors.Join(err, f.Close())); err != nil {
 				return err
 			}

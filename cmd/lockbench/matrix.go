@@ -10,8 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/matrix"
 	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/store"
 )
 
 func newMatrixCmd() *cobra.Command {
@@ -41,17 +44,17 @@ func newMatrixCmd() *cobra.Command {
 			// The shared knobs and every axis value are checked before the
 			// grid: a typo must not silently empty a column.
 			check := base
-			check.Backend, check.Workload, check.Nemesis, check.Store, check.Fence = "redis", "counter", []string{"none"}, "lockbench", "none"
-			if err := check.Validate(); err != nil {
+			check.Backend, check.Workload, check.Nemesis, check.Store, check.Fence = backends.Names()[0], config.Workloads[0], []string{config.NoFault}, config.DefaultStore, store.FenceNone
+			if err := runner.Validate(&check); err != nil {
 				return fail(exitUsage, err)
 			}
 			for _, a := range []struct {
 				flag        string
 				values, all []string
 			}{
-				{"--backends", axes.Backends, runner.Backends}, {"--workloads", axes.Workloads, runner.Workloads},
-				{"--nemeses", axes.Nemeses, runner.Nemeses}, {"--fences", axes.Fences, []string{"none", "writes", "all"}},
-				{"--stores", axes.Stores, runner.Stores},
+				{"--backends", axes.Backends, backends.Names()}, {"--workloads", axes.Workloads, config.Workloads},
+				{"--nemeses", axes.Nemeses, runner.Nemeses()}, {"--fences", axes.Fences, []string{"none", "writes", "all"}},
+				{"--stores", axes.Stores, config.Stores},
 			} {
 				for _, v := range a.values {
 					if !slices.Contains(a.all, v) {
@@ -110,7 +113,7 @@ func newMatrixCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&axes.Backends, "backends", runner.Backends, "backends to compare")
+	f.StringSliceVar(&axes.Backends, "backends", backends.Names(), "backends to compare")
 	f.StringSliceVar(&axes.Workloads, "workloads", []string{"counter"}, "workloads")
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
