@@ -15,20 +15,18 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
-// Workloads, stores, pause targets and Redis persistence settings this
-// build knows.
+// Workloads, pause targets and Redis persistence settings this build
+// knows.
 var (
 	Workloads = []string{"counter", "set"}
-	// Stores are where the protected value can live: the lockbench store,
-	// or a lock service that keeps it itself (a backend says which).
-	Stores = []string{DefaultStore, "etcd"}
 	// PauseTargets are whom the client pause freezes.
 	PauseTargets = []string{"holder", "random", "all"}
 	// Persistences are the Redis persistence settings for --redis-persistence.
 	Persistences = []string{"none", "everysec", "always"}
 )
 
-// DefaultStore is the fenced lockbench store.
+// DefaultStore is the fenced lockbench store; a lock service may keep the
+// protected value itself (backends.Keeper).
 const DefaultStore = "lockbench"
 
 // NoFault is the nemesis of a run without faults.
@@ -93,9 +91,6 @@ func (c *Config) Check() error {
 	}
 	if c.Store == "" {
 		c.Store = DefaultStore
-	}
-	if !slices.Contains(Stores, c.Store) {
-		return Usage("unknown store %q (want one of %s)", c.Store, strings.Join(Stores, ", "))
 	}
 	// Renewals run every TTL/3 and Redis calls are bounded by TTL/4: below
 	// 100 ms these are shorter than a container's scheduling noise.

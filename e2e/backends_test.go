@@ -8,13 +8,13 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/matrix"
-	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/store"
 )
 
-func readTest(t *testing.T, dir string) runner.Test {
+func readTest(t *testing.T, dir string) rundir.Test {
 	t.Helper()
-	return readJSON[runner.Test](t, dir, runner.TestFile)
+	return readJSON[rundir.Test](t, dir, rundir.TestFile)
 }
 
 // Every backend keeps a fault-free run safe, on both workloads, except the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
 )
@@ -113,7 +114,7 @@ type CellResult struct {
 }
 
 // Runner runs one test; runner.Run in production.
-type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*runner.Report, error)
+type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*rundir.Results, error)
 
 // Run runs every cell runs times, one run at a time (the machine's cores
 // are the cluster's), and judges each cell as soon as its runs are done.
@@ -143,7 +144,7 @@ func Run(ctx context.Context, cells []Cell, runs int, base config.Config, opts r
 	return out
 }
 
-func result(cfg config.Config, rep *runner.Report, err error) RunResult {
+func result(cfg config.Config, rep *rundir.Results, err error) RunResult {
 	r := RunResult{Seed: cfg.Seed, Verdict: checkers.Unknown}
 	if err != nil {
 		r.Error = err.Error()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 )
 
@@ -138,13 +139,13 @@ func TestGridLeavesOutRefusedCombinations(t *testing.T) {
 // A run function standing in for runner.Run: the matrix's own logic, not
 // the cluster, is under test here (the e2e tests run the real thing).
 func fakeRun(verdicts map[string]checkers.Verdict) Runner {
-	return func(_ context.Context, cfg config.Config, _ runner.Options) (*runner.Report, error) {
+	return func(_ context.Context, cfg config.Config, _ runner.Options) (*rundir.Results, error) {
 		c := Cell{cfg.Backend, cfg.Workload, cfg.Nemesis[0], string(cfg.Fence), cfg.Store}
 		v, ok := verdicts[c.Name()]
 		if !ok {
 			return nil, errors.New("no such cell")
 		}
-		rep := &runner.Report{Verdict: v, Dir: "/r/" + c.Name(), Checkers: []checkers.Result{
+		rep := &rundir.Results{Verdict: v, Dir: "/r/" + c.Name(), Checkers: []checkers.Result{
 			{Checker: "progress", Valid: checkers.Valid, Counts: map[string]int64{"sections": 40}},
 		}}
 		if v == checkers.Invalid {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // chromium returns the browser, or skips: the test needs a real one.
@@ -49,7 +51,7 @@ func TestChromiumRendersReport(t *testing.T) {
 	for _, run := range []string{"invalid", "valid"} {
 		t.Run(run, func(t *testing.T) {
 			dir := writeRun(t, run)
-			url := "file://" + filepath.Join(dir, HTMLFile)
+			url := "file://" + filepath.Join(dir, rundir.HTMLFile)
 
 			shot := filepath.Join(dir, "screenshot.png")
 			runChromium(t, bin, "--screenshot="+shot, "--window-size=1400,2400", url)

@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // RunSummary is one run of a results tree, as the index lists it. A run
@@ -41,9 +42,6 @@ const (
 	VerdictUnchecked  = "unchecked"  // no results.json
 	VerdictUnreadable = "unreadable" // results.json could not be parsed
 )
-
-// runDirLayout is how runner names a run's directory: its start time.
-const runDirLayout = "20060102T150405.000Z"
 
 // Index lists the runs under root, newest first. Runs are the directories
 // <root>/<test>/<start> holding a run's test.json, history or results.
@@ -76,7 +74,7 @@ func Index(root string) ([]RunSummary, error) {
 }
 
 func isRun(dir string) bool {
-	for _, f := range []string{TestFile, HistoryFile, ResultsFile} {
+	for _, f := range []string{rundir.TestFile, rundir.HistoryFile, rundir.ResultsFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}
@@ -87,22 +85,20 @@ func isRun(dir string) bool {
 func summarize(dir, test, start string) RunSummary {
 	r := RunSummary{Path: path.Join(test, start), Test: test, Verdict: VerdictUnchecked}
 	// The directory's name is the start time, should test.json not say.
-	if t, err := time.Parse(runDirLayout, start); err == nil {
+	if t, err := time.Parse(rundir.StartLayout, start); err == nil {
 		r.Start = t
 	}
-	var tf testFile
-	if err := readJSON(filepath.Join(dir, TestFile), &tf); err != nil {
+	if tf, _, err := rundir.ReadTest(dir); err != nil {
 		r.Problems = append(r.Problems, err.Error())
 	} else {
 		r.Test = cmp.Or(tf.Name, test)
 		if !tf.Start.IsZero() {
 			r.Start = tf.Start
 		}
-		r.Backend, r.Fence, r.Seed = tf.Config.Backend, tf.Config.Fence, tf.Config.Seed
+		r.Backend, r.Fence, r.Seed = tf.Config.Backend, string(tf.Config.Fence), tf.Config.Seed
 		r.Nemesis = strings.Join(tf.Config.Nemesis, "+")
 	}
-	var res results
-	switch err := readJSON(filepath.Join(dir, ResultsFile), &res); {
+	switch res, err := rundir.ReadResults(dir); {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		r.Verdict = VerdictUnreadable
@@ -111,21 +107,10 @@ func summarize(dir, test, start string) RunSummary {
 		r.Verdict = cmp.Or(string(res.Verdict), VerdictUnreadable)
 		r.Evidence = res.Evidence
 	}
-	if _, err := os.Stat(filepath.Join(dir, HTMLFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); err == nil {
 		r.Report = true
 	}
 	return r
-}
-
-func readJSON(file string, v any) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", filepath.Base(file), err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(file), err)
-	}
-	return nil
 }
 
 var indexTmpl = template.Must(template.New("index").Parse(`<!doctype html>

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checkers"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 func copyRun(t *testing.T, from, to string, files ...string) {
@@ -35,7 +37,7 @@ func indexTree(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	good := filepath.Join(root, "redis-counter-pause-fence-none", "20261202T094515.549Z")
-	copyRun(t, filepath.Join("testdata", "invalid"), good, TestFile, HistoryFile, StoreFile, ResultsFile)
+	copyRun(t, filepath.Join("testdata", "invalid"), good, rundir.TestFile, rundir.HistoryFile, rundir.StoreFile, rundir.ResultsFile)
 	in, err := Load(good, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +45,12 @@ func indexTree(t *testing.T) string {
 	if err := Write(good, in); err != nil {
 		t.Fatal(err)
 	}
-	copyRun(t, filepath.Join("testdata", "valid"), filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z"), TestFile, HistoryFile)
+	copyRun(t, filepath.Join("testdata", "valid"), filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z"), rundir.TestFile, rundir.HistoryFile)
 	corrupt := filepath.Join(root, "redis-counter-pause-fence-all", "20261203T080000.000Z")
 	if err := os.MkdirAll(corrupt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for f, body := range map[string]string{TestFile: `{"name": "redis-counter`, ResultsFile: `not json`, HistoryFile: ""} {
+	for f, body := range map[string]string{rundir.TestFile: `{"name": "redis-counter`, rundir.ResultsFile: `not json`, rundir.HistoryFile: ""} {
 		if err := os.WriteFile(filepath.Join(corrupt, f), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -137,9 +139,9 @@ func TestHandler(t *testing.T) {
 func TestIndexWeakEvidence(t *testing.T) {
 	root := t.TempDir()
 	run := filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z")
-	copyRun(t, filepath.Join("testdata", "valid"), run, TestFile, HistoryFile)
+	copyRun(t, filepath.Join("testdata", "valid"), run, rundir.TestFile, rundir.HistoryFile)
 	res := `{"verdict": "valid", "evidence": "` + checkers.WeakEvidence + `"}`
-	if err := os.WriteFile(filepath.Join(run, ResultsFile), []byte(res), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(run, rundir.ResultsFile), []byte(res), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := Index(root)

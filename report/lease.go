@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"math"
 	"slices"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -227,8 +226,8 @@ func (an *analysis) leaseView() (leaseView, error) {
 // renew every third of the TTL, so a holder frozen just before a renewal
 // has two thirds of it left.
 func (an *analysis) ttlAdvice(t telemetry) []string {
-	ttl, err := time.ParseDuration(an.test.Config.TTL)
-	if err != nil || ttl <= 0 {
+	ttl := an.test.Config.TTL.D()
+	if ttl <= 0 {
 		return []string{"The TTL is not known (test.json), so no sizing advice."}
 	}
 	ttlMs := float64(ttl) / 1e6

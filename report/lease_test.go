@@ -10,6 +10,8 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // leaseRun renders one of the exclusion checker's golden histories as a
@@ -52,7 +54,7 @@ func leasePage(t *testing.T, name, backend string, h []history.Event, log []stor
 	if err := Write(out, Input{Test: test, History: h, Store: log, Results: rs, Verdict: verdict, Key: "x", Lease: in.Lease}); err != nil {
 		t.Fatal(err)
 	}
-	return readFile(t, out, HTMLFile)
+	return readFile(t, out, rundir.HTMLFile)
 }
 
 func TestLeaseSection(t *testing.T) {

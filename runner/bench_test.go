@@ -19,6 +19,7 @@ import (
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // The benchmarks below start real containers: they measure the harness
@@ -145,7 +146,7 @@ func downBench(b *testing.B, c *clusters.Cluster) {
 }
 
 // runBench runs one whole test as `lockbench run` would.
-func runBench(b *testing.B, cfg config.Config) *Report {
+func runBench(b *testing.B, cfg config.Config) *rundir.Results {
 	b.Helper()
 	benchSetup(b)
 	rep, err := Run(context.Background(), cfg, Options{
@@ -212,7 +213,7 @@ func BenchmarkTimeToFirstAnomaly(b *testing.B) {
 		cfg := benchConfig(backends.Redis{}.Name())
 		cfg.Nemesis, cfg.TimeLimit, cfg.Seed = []string{"pause"}, config.Duration(20*time.Second), int64(100+i)
 		rep := runBench(b, cfg)
-		events, err := history.DecodeFile(filepath.Join(rep.Dir, HistoryFile))
+		events, err := history.DecodeFile(filepath.Join(rep.Dir, rundir.HistoryFile))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,18 @@ import (
 // Nemeses are the values --nemesis takes: none, or faults.
 func Nemeses() []string { return append([]string{config.NoFault}, nemesis.Names()...) }
 
+// Stores are the values --store takes: the lockbench store, and every
+// store a lock service keeps itself.
+func Stores() []string {
+	out := []string{config.DefaultStore}
+	for _, b := range backends.All {
+		if k, ok := b.(backends.Keeper); ok {
+			out = append(out, k.Keeps())
+		}
+	}
+	return out
+}
+
 // Validate reports the first configuration error, wrapped in
 // config.ErrUsage, and fills in defaults. It is the one rule both `run`
 // (which refuses such a configuration before any container starts) and
@@ -37,7 +49,7 @@ func Validate(c *config.Config) error {
 	if c.Store != config.DefaultStore {
 		k, ok := backends.KeeperOf(c.Store)
 		if !ok {
-			return config.Usage("no backend keeps --store %s", c.Store)
+			return config.Usage("unknown store %q (want one of %s)", c.Store, strings.Join(Stores(), ", "))
 		}
 		if k != b {
 			return config.Usage("--store %s keeps the counter in the %s cluster of --backend %s, not with %s", c.Store, c.Store, k.Name(), c.Backend)

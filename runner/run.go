@@ -24,17 +24,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/nemesis"
-	"github.com/lockbench/lockbench/report"
-)
-
-// Files of a run's results directory; the report package, which draws the
-// pages from them, owns their names.
-const (
-	TestFile    = report.TestFile
-	HistoryFile = report.HistoryFile
-	StoreFile   = report.StoreFile
-	ResultsFile = report.ResultsFile
-	LogsDir     = "logs"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 const (
@@ -61,22 +51,6 @@ type Options struct {
 	Command []string
 }
 
-// Test is test.json: everything needed to understand and re-check a run.
-type Test struct {
-	Name     string            `json:"name"`
-	RunID    string            `json:"run_id"`
-	Start    time.Time         `json:"start"`
-	Command  []string          `json:"command,omitempty"`
-	Config   config.Config     `json:"config"`
-	Image    string            `json:"image"`
-	Versions map[string]string `json:"versions"`
-	// Health is what the service's health check said before the workload.
-	Health string `json:"health,omitempty"`
-	// End is set once the clients have stopped and their events are all
-	// recorded; a run without it was cut short (the harness was killed).
-	End *time.Time `json:"end,omitempty"`
-}
-
 type run struct {
 	cfg      config.Config
 	backend  backends.Backend
@@ -97,7 +71,7 @@ type run struct {
 
 // Run runs one test and checks it. The cluster is torn down and every fault
 // healed before it returns, whatever happened.
-func Run(ctx context.Context, cfg config.Config, opts Options) (rep *Report, err error) {
+func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Results, err error) {
 	if err := Validate(&cfg); err != nil {
 		return nil, err
 	}
@@ -114,13 +88,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *Report, err
 		return nil, fmt.Errorf("node image: %w", err)
 	}
 
-	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image,
+	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image,
 		Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
-	dir := filepath.Join(opts.Results, test.Name, test.Start.Format("20060102T150405.000Z"))
-	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
+	dir := rundir.Path(opts.Results, test.Name, test.Start)
+	if err := os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	hist, err := history.Create(filepath.Join(dir, HistoryFile))
+	hist, err := history.Create(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +102,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *Report, err
 		status: newStatus(opts.Out, cfg.TimeLimit.D())}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
-	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
+	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
 		hist.Close()
 		return nil, err
 	}
@@ -157,7 +131,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *Report, err
 		return nil, err
 	}
 	// Again, now that the service's version is known.
-	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
+	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
 		return nil, err
 	}
 	interrupted, err = r.workload(ctx)
@@ -165,7 +139,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *Report, err
 	// history is complete up to here, which `check` needs to know.
 	end := time.Now().UTC()
 	test.End = &end
-	if werr := writeJSON(filepath.Join(dir, TestFile), test); werr != nil && err == nil {
+	if werr := rundir.WriteJSON(dir, rundir.TestFile, test); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil && interrupted {
@@ -181,7 +155,7 @@ func newRunID() string {
 }
 
 // up starts the lock service and the store and waits until both answer.
-func (r *run) up(ctx context.Context, test *Test) error {
+func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	abs, err := filepath.Abs(r.dir)
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
@@ -268,7 +242,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, name := range r.clients {
-		logFile, err := os.Create(filepath.Join(r.dir, LogsDir, name+".log"))
+		logFile, err := os.Create(filepath.Join(r.dir, rundir.LogsDir, name+".log"))
 		if err != nil {
 			return false, fmt.Errorf("client log: %w", err)
 		}
@@ -420,11 +394,11 @@ func (r *run) teardown() error {
 	if data, err := r.storeLog(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("save store log: %w", err))
 	} else {
-		errs = append(errs, os.WriteFile(filepath.Join(r.dir, StoreFile), data, 0o644))
+		errs = append(errs, os.WriteFile(filepath.Join(r.dir, rundir.StoreFile), data, 0o644))
 	}
 	for _, name := range r.services {
 		if data, err := r.cluster.Logs(ctx, name); err == nil {
-			errs = append(errs, os.WriteFile(filepath.Join(r.dir, LogsDir, name+".log"), data, 0o644))
+			errs = append(errs, os.WriteFile(filepath.Join(r.dir, rundir.LogsDir, name+".log"), data, 0o644))
 		}
 	}
 	errs = append(errs, r.cluster.Down(ctx), r.hist.Close())
@@ -434,17 +408,6 @@ func (r *run) teardown() error {
 		errs = append(errs, fmt.Errorf("history in time order: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
 }
 
 // storeLog fetches the store's log: the lockbench store's file, or, with the

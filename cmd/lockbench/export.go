@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 )
 
@@ -24,7 +25,7 @@ func newExportCmd() *cobra.Command {
 			if format != "knossos" {
 				return fail(exitUsage, fmt.Errorf("--format %q: the one format is knossos", format))
 			}
-			test, _, err := runner.ReadTest(dir)
+			test, _, err := rundir.ReadTest(dir)
 			if err != nil {
 				return fail(exitUsage, err)
 			}

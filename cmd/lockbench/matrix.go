@@ -54,7 +54,7 @@ func newMatrixCmd() *cobra.Command {
 			}{
 				{"--backends", axes.Backends, backends.Names()}, {"--workloads", axes.Workloads, config.Workloads},
 				{"--nemeses", axes.Nemeses, runner.Nemeses()}, {"--fences", axes.Fences, []string{"none", "writes", "all"}},
-				{"--stores", axes.Stores, config.Stores},
+				{"--stores", axes.Stores, runner.Stores()},
 			} {
 				for _, v := range a.values {
 					if !slices.Contains(a.all, v) {

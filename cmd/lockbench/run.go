@@ -20,6 +20,7 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
 )
@@ -163,7 +164,7 @@ func newRunCmd() *cobra.Command {
 			}
 			ctx, release := interruptible()
 			defer release()
-			var reps []*runner.Report
+			var reps []*rundir.Results
 			for i := range count {
 				run := cfg
 				// A replay repeats its seed; fresh runs each get the next.
@@ -194,7 +195,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: "+backends.Help())
+	f.StringVar(&t.cfg.Backend, "backend", backends.Names()[0], "lock service: "+backends.Help())
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
 	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: "+strings.Join(runner.Nemeses(), ", "))
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
@@ -218,9 +219,9 @@ func replayConfig(cmd *cobra.Command, dir string) (config.Config, error) {
 	})
 	if len(clash) > 0 {
 		return config.Config{}, fail(exitUsage, fmt.Errorf("--replay takes the test's configuration from %s; %s cannot be given with it",
-			filepath.Join(dir, runner.TestFile), strings.Join(clash, ", ")))
+			filepath.Join(dir, rundir.TestFile), strings.Join(clash, ", ")))
 	}
-	test, _, err := runner.ReadTest(dir)
+	test, _, err := rundir.ReadTest(dir)
 	if err != nil {
 		return config.Config{}, fail(exitUsage, err)
 	}
@@ -228,7 +229,7 @@ func replayConfig(cmd *cobra.Command, dir string) (config.Config, error) {
 }
 
 // summarize prints the verdicts of a --test-count series.
-func summarize(reps []*runner.Report, count int) {
+func summarize(reps []*rundir.Results, count int) {
 	if count == 1 {
 		return
 	}
@@ -245,7 +246,7 @@ func summarize(reps []*runner.Report, count int) {
 
 // worst is the verdict of a series: invalid if any run was, else unknown
 // if any run was neither valid nor invalid, else valid.
-func worst(reps []*runner.Report) checkers.Verdict {
+func worst(reps []*rundir.Results) checkers.Verdict {
 	v := checkers.Valid
 	for _, r := range reps {
 		switch {
