@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/lockbench/lockbench/rundir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
-
-	"github.com/lockbench/lockbench/runner"
 )
 
 // One run proves --json and --leave-running together: stdout is one JSON
@@ -42,7 +41,7 @@ func TestJSONLeaveRunning(t *testing.T) {
 		t.Fatalf("no run_id or dir in the summary")
 	}
 	var stored map[string]any
-	data, err := os.ReadFile(filepath.Join(dir, runner.ResultsFile))
+	data, err := os.ReadFile(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

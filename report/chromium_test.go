@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // chromium returns the browser, or skips: the test needs a real one.
@@ -50,7 +52,7 @@ func TestChromiumRendersReport(t *testing.T) {
 	for _, run := range []string{"invalid", "valid"} {
 		t.Run(run, func(t *testing.T) {
 			dir := writeRun(t, run)
-			url := "file://" + filepath.Join(dir, HTMLFile)
+			url := "file://" + filepath.Join(dir, rundir.HTMLFile)
 
 			shot := filepath.Join(dir, "screenshot.png")
 			runChromium(t, bin, "--screenshot="+shot, "--window-size=1400,2400", url)
@@ -135,7 +137,7 @@ func TestChromiumRendersServedPages(t *testing.T) {
 		t.Errorf("index's matrices:\n%s", m)
 	}
 
-	url := srv.URL + "/ci/nightly/redis-counter-pause-fence-none/20261202T094515.549Z/" + AnomaliesFile
+	url := srv.URL + "/ci/nightly/redis-counter-pause-fence-none/20261202T094515.549Z/" + rundir.AnomaliesFile
 	dom := string(runChromium(t, bin, "--dump-dom", url))
 	diagram := between(t, dom, `<svg class="sequence"`, "</svg>")
 	if n := strings.Count(diagram, `class="participant"`); n < 6 {
@@ -165,7 +167,7 @@ func TestChromiumRendersServedPages(t *testing.T) {
 func TestChromiumRendersLinear(t *testing.T) {
 	bin := chromium(t)
 	dir := writeRun(t, "invalid")
-	dom := string(runChromium(t, bin, "--dump-dom", "file://"+filepath.Join(dir, LinearFile)))
+	dom := string(runChromium(t, bin, "--dump-dom", "file://"+filepath.Join(dir, rundir.LinearFile)))
 	if !strings.Contains(dom, "<title>redis-counter-pause-fence-none: linearizability</title>") || !strings.Contains(dom, `href="report.html"`) {
 		t.Error("linear.html lacks its title or the link back to the report")
 	}
@@ -205,7 +207,7 @@ func TestChromiumReportAt800(t *testing.T) {
 	for _, run := range []string{"invalid", "valid"} {
 		t.Run(run, func(t *testing.T) {
 			dir := writeRun(t, run)
-			page := readFile(t, dir, HTMLFile)
+			page := readFile(t, dir, rundir.HTMLFile)
 			i := strings.LastIndex(page, "</body>")
 			probe := filepath.Join(dir, "probe.html")
 			if err := os.WriteFile(probe, []byte(page[:i]+overflowProbe+page[i:]), 0o644); err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 //go:embed report.html.tmpl
@@ -109,7 +111,7 @@ func (an *analysis) writeHTML(w io.Writer) error {
 		Verdict: cmp.Or(string(an.in.Verdict), "not checked"),
 		Events:  len(an.in.History),
 		Notes:   an.in.Notes,
-		Files:   []string{LinearFile, AnomaliesFile, HistoryFile, StoreFile, ResultsFile, TestFile},
+		Files:   []string{rundir.LinearFile, rundir.AnomaliesFile, rundir.HistoryFile, rundir.StoreFile, rundir.ResultsFile, rundir.TestFile},
 	}
 	if an.testErr != nil {
 		d.TestErr = an.testErr.Error()
@@ -287,7 +289,7 @@ func (an *analysis) eventRows(linkMarks bool) ([]eventRow, string) {
 	slices.Sort(idxs)
 	note := ""
 	if len(idxs) > maxEventRows {
-		note = fmt.Sprintf("The anomalies cite %d events; the first %d are listed, %s has them all.", len(idxs), maxEventRows, HistoryFile)
+		note = fmt.Sprintf("The anomalies cite %d events; the first %d are listed, %s has them all.", len(idxs), maxEventRows, rundir.HistoryFile)
 		idxs = idxs[:maxEventRows]
 	}
 	var out []eventRow

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // RunSummary is one run of a results tree, as the index lists it. A run
@@ -79,14 +81,6 @@ const (
 	VerdictCutShort   = "cut short"  // no end, and its history stopped growing: the harness died
 )
 
-// runDirLayout is how runner names a run's directory: its start time.
-const runDirLayout = "20060102T150405.000Z"
-
-// MatrixFile is what marks a matrix's directory; the matrix package
-// writes it (report cannot import matrix, which imports runner, which
-// imports report).
-const MatrixFile = "matrix.json"
-
 // stillRunning is how recently a run's history must have grown for a run
 // without an end to count as running: a run records every operation as it
 // completes, and its live line comes every 5 s.
@@ -112,7 +106,7 @@ func Index(root string) (Tree, error) {
 			return nil
 		}
 		switch {
-		case isFile(filepath.Join(p, MatrixFile)):
+		case isFile(filepath.Join(p, rundir.MatrixJSON)):
 			tree.Matrices = append(tree.Matrices, summarizeMatrix(p, rel))
 			return fs.SkipDir
 		case p != root && isRun(p):
@@ -139,19 +133,18 @@ func isFile(p string) bool {
 }
 
 func isRun(dir string) bool {
-	return isFile(filepath.Join(dir, TestFile)) || isFile(filepath.Join(dir, HistoryFile)) || isFile(filepath.Join(dir, ResultsFile))
+	return isFile(filepath.Join(dir, rundir.TestFile)) || isFile(filepath.Join(dir, rundir.HistoryFile)) || isFile(filepath.Join(dir, rundir.ResultsFile))
 }
 
 func summarize(dir, rel string) RunSummary {
 	test := path.Base(path.Dir(rel))
 	r := RunSummary{Path: rel, Test: test, Verdict: VerdictUnchecked}
 	// The directory's name is the start time, should test.json not say.
-	if t, err := time.Parse(runDirLayout, path.Base(rel)); err == nil {
+	if t, err := time.Parse(rundir.StartLayout, path.Base(rel)); err == nil {
 		r.Start = t
 	}
-	var tf testFile
 	ended := true
-	if err := readJSON(filepath.Join(dir, TestFile), &tf); err != nil {
+	if tf, _, err := rundir.ReadTest(dir); err != nil {
 		r.Problems = append(r.Problems, err.Error())
 	} else {
 		r.Test, r.RunID = cmp.Or(tf.Name, test), tf.RunID
@@ -162,15 +155,14 @@ func summarize(dir, rel string) RunSummary {
 			r.Duration = tf.End.Sub(tf.Start)
 		}
 		ended = tf.End != nil
-		r.Backend, r.Fence, r.Seed = tf.Config.Backend, tf.Config.Fence, tf.Config.Seed
+		r.Backend, r.Fence, r.Seed = tf.Config.Backend, string(tf.Config.Fence), tf.Config.Seed
 		r.Nemesis = strings.Join(tf.Config.Nemesis, "+")
 	}
-	var res results
-	switch err := readJSON(filepath.Join(dir, ResultsFile), &res); {
+	switch res, err := rundir.ReadResults(dir); {
 	case errors.Is(err, os.ErrNotExist):
 		if !ended {
 			r.Verdict = VerdictCutShort
-			if fi, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil && time.Since(fi.ModTime()) < stillRunning {
+			if fi, err := os.Stat(filepath.Join(dir, rundir.HistoryFile)); err == nil && time.Since(fi.ModTime()) < stillRunning {
 				r.Verdict = VerdictRunning
 			}
 		}
@@ -186,8 +178,8 @@ func summarize(dir, rel string) RunSummary {
 			}
 		}
 	}
-	r.Report = isFile(filepath.Join(dir, HTMLFile))
-	r.Stories = isFile(filepath.Join(dir, AnomaliesFile))
+	r.Report = isFile(filepath.Join(dir, rundir.HTMLFile))
+	r.Stories = isFile(filepath.Join(dir, rundir.AnomaliesFile))
 	return r
 }
 
@@ -203,11 +195,11 @@ type matrixFile struct {
 
 func summarizeMatrix(dir, rel string) MatrixSummary {
 	m := MatrixSummary{Path: rel, Outcomes: map[string]int{}}
-	if t, err := time.Parse(runDirLayout, path.Base(rel)); err == nil {
+	if t, err := time.Parse(rundir.StartLayout, path.Base(rel)); err == nil {
 		m.Started = t
 	}
 	var mf matrixFile
-	if err := readJSON(filepath.Join(dir, MatrixFile), &mf); err != nil {
+	if err := readJSON(filepath.Join(dir, rundir.MatrixJSON), &mf); err != nil {
 		m.Problems = append(m.Problems, err.Error())
 		return m
 	}

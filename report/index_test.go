@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 func copyRun(t *testing.T, from, to string, files ...string) {
@@ -36,7 +38,7 @@ func indexTree(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	good := filepath.Join(root, "redis-counter-pause-fence-none", "20261202T094515.549Z")
-	copyRun(t, filepath.Join("testdata", "invalid"), good, TestFile, HistoryFile, StoreFile, ResultsFile)
+	copyRun(t, filepath.Join("testdata", "invalid"), good, rundir.TestFile, rundir.HistoryFile, rundir.StoreFile, rundir.ResultsFile)
 	in, err := Load(good, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -44,12 +46,12 @@ func indexTree(t *testing.T) string {
 	if err := Write(good, in); err != nil {
 		t.Fatal(err)
 	}
-	copyRun(t, filepath.Join("testdata", "valid"), filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z"), TestFile, HistoryFile)
+	copyRun(t, filepath.Join("testdata", "valid"), filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z"), rundir.TestFile, rundir.HistoryFile)
 	corrupt := filepath.Join(root, "redis-counter-pause-fence-all", "20261203T080000.000Z")
 	if err := os.MkdirAll(corrupt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for f, body := range map[string]string{TestFile: `{"name": "redis-counter`, ResultsFile: `not json`, HistoryFile: ""} {
+	for f, body := range map[string]string{rundir.TestFile: `{"name": "redis-counter`, rundir.ResultsFile: `not json`, rundir.HistoryFile: ""} {
 		if err := os.WriteFile(filepath.Join(corrupt, f), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -139,9 +141,9 @@ func TestHandler(t *testing.T) {
 func TestIndexWeakEvidence(t *testing.T) {
 	root := t.TempDir()
 	run := filepath.Join(root, "redis-counter-pause-fence-all", "20261202T094544.709Z")
-	copyRun(t, filepath.Join("testdata", "valid"), run, TestFile, HistoryFile)
+	copyRun(t, filepath.Join("testdata", "valid"), run, rundir.TestFile, rundir.HistoryFile)
 	res := `{"verdict": "valid", "evidence": "` + checkers.WeakEvidence + `"}`
-	if err := os.WriteFile(filepath.Join(run, ResultsFile), []byte(res), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(run, rundir.ResultsFile), []byte(res), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tree, err := Index(root)
@@ -163,7 +165,7 @@ func servedTree(t *testing.T) (root, deep string) {
 	t.Helper()
 	root = t.TempDir()
 	deep = filepath.Join(root, "ci", "nightly", "redis-counter-pause-fence-none", "20261202T094515.549Z")
-	copyRun(t, filepath.Join("testdata", "invalid"), deep, TestFile, HistoryFile, StoreFile, ResultsFile)
+	copyRun(t, filepath.Join("testdata", "invalid"), deep, rundir.TestFile, rundir.HistoryFile, rundir.StoreFile, rundir.ResultsFile)
 	in, err := Load(deep, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +179,7 @@ func servedTree(t *testing.T) (root, deep string) {
 	}
 	matrix := `{"started": "2026-12-02T10:00:00Z", "seconds": 93.4, "runs_per_cell": 1,
 		"cells": [{"outcome": "met"}, {"outcome": "met"}, {"outcome": "contradicted"}], "exit": 1}`
-	if err := os.WriteFile(filepath.Join(mx, MatrixFile), []byte(matrix), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mx, rundir.MatrixJSON), []byte(matrix), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(mx, "matrix.md"), []byte("# Matrix\n\n| cell | outcome |\n|---|---|\n| redis-pause | met |\n"), 0o644); err != nil {
@@ -194,8 +196,8 @@ func servedTree(t *testing.T) (root, deep string) {
 			t.Fatal(err)
 		}
 		test := `{"name": "redis-counter-none-fence-none", "run_id": "ab12cd34", "config": {"backend": "redis", "nemesis": ["none"], "fence": "none"}}`
-		hist := filepath.Join(dir, HistoryFile)
-		if err := os.WriteFile(filepath.Join(dir, TestFile), []byte(test), 0o644); err != nil {
+		hist := filepath.Join(dir, rundir.HistoryFile)
+		if err := os.WriteFile(filepath.Join(dir, rundir.TestFile), []byte(test), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(hist, nil, 0o644); err != nil {
@@ -257,14 +259,14 @@ func TestHandlerRendersMarkdown(t *testing.T) {
 		return string(body)
 	}
 	run := "/ci/nightly/redis-counter-pause-fence-none/20261202T094515.549Z/"
-	page := get(run + AnomaliesFile)
+	page := get(run + rundir.AnomaliesFile)
 	if n := strings.Count(page, `<svg class="sequence"`); n == 0 || strings.Contains(page, "diagram not drawn") {
 		t.Errorf("anomalies page draws %d diagrams", n)
 	}
 	if !strings.Contains(page, "<h2>Incident 1") || !strings.Contains(page, "sequenceDiagram") {
 		t.Error("anomalies page lacks its incidents or the diagrams' source")
 	}
-	if raw := get(run + AnomaliesFile + "?raw"); !strings.HasPrefix(raw, "# Anomalies") || !strings.Contains(raw, "```mermaid") {
+	if raw := get(run + rundir.AnomaliesFile + "?raw"); !strings.HasPrefix(raw, "# Anomalies") || !strings.Contains(raw, "```mermaid") {
 		t.Errorf("raw anomalies.md: %.80q", raw)
 	}
 	if mx := get("/matrix/20261202T100000.000Z/matrix.md"); !strings.Contains(mx, "<td>redis-pause</td>") {

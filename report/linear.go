@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/lockbench/lockbench/rundir"
 	"html"
 	"html/template"
 	"io"
@@ -75,7 +76,7 @@ func (an *analysis) writeLinear(w io.Writer) error {
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
 	if _, err := w.Write(an.linearChrome(page.Bytes())); err != nil {
-		return fmt.Errorf("write %s: %w", LinearFile, err)
+		return fmt.Errorf("write %s: %w", rundir.LinearFile, err)
 	}
 	return nil
 }

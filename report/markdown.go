@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/lockbench/lockbench/rundir"
 	"html"
 	"html/template"
 	"io"
@@ -82,7 +83,7 @@ func WriteMarkdownPage(w io.Writer, name string, src []byte) error {
 		Title  string
 		Report bool
 		Body   template.HTML
-	}{name, name == AnomaliesFile, template.HTML(body.String())}); err != nil {
+	}{name, name == rundir.AnomaliesFile, template.HTML(body.String())}); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)
 	}
 	return nil

@@ -7,29 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
-)
 
-// testFile is the part of test.json the report reads by name.
-type testFile struct {
-	Name  string    `json:"name"`
-	RunID string    `json:"run_id"`
-	Start time.Time `json:"start"`
-	// End is set when the clients stopped; a run without it goes on or was cut short.
-	End    *time.Time `json:"end"`
-	Config struct {
-		Backend  string   `json:"backend"`
-		Workload string   `json:"workload"`
-		Nemesis  []string `json:"nemesis"`
-		Fence    string   `json:"fence"`
-		Seed     int64    `json:"seed"`
-		TTL      string   `json:"ttl"`
-	} `json:"config"`
-}
+	"github.com/lockbench/lockbench/rundir"
+)
 
 // outcome is what became of a read or a write, as the timeline colours it.
 type outcome string
@@ -133,7 +117,7 @@ type incident struct {
 // analysis is a run digested for drawing and telling.
 type analysis struct {
 	in       Input
-	test     testFile
+	test     rundir.Test
 	testErr  error
 	end      int64
 	ops      []history.Op
@@ -169,9 +153,9 @@ func analyze(in Input) *analysis {
 		storeSeq: make(map[int64]store.Entry, len(in.Store)),
 	}
 	if len(in.Test) == 0 {
-		an.testErr = fmt.Errorf("no %s", TestFile)
+		an.testErr = fmt.Errorf("no %s", rundir.TestFile)
 	} else if err := json.Unmarshal(in.Test, &an.test); err != nil {
-		an.testErr = fmt.Errorf("%s: %w", TestFile, err)
+		an.testErr = fmt.Errorf("%s: %w", rundir.TestFile, err)
 	}
 	for _, e := range in.History {
 		an.byIndex[e.Index] = e

@@ -13,6 +13,8 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // The test data are two real runs: testdata/invalid (no fence: c3, paused
@@ -72,7 +74,7 @@ func checkSelfContained(t *testing.T, page string) {
 
 func TestWriteInvalidRun(t *testing.T) {
 	dir := writeRun(t, "invalid")
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	checkSelfContained(t, page)
 
 	overview := between(t, page, `id="ov-timeline"`, "</svg>")
@@ -126,7 +128,7 @@ func TestWriteInvalidRun(t *testing.T) {
 		}
 	}
 
-	md := readFile(t, dir, AnomaliesFile)
+	md := readFile(t, dir, rundir.AnomaliesFile)
 	for _, want := range []string{"c3 acquired token 46", "c3 read 45", "the nemesis paused c3 for 4.0 s", "c1 acquired token 68",
 		"c3 learned its lease was lost", "the store accepted c3's write of 46 over 66", "token 68 from c1",
 		"a regression", "erasing 21 increments, 21 acknowledged", "c3's acknowledged write of 46 (token 46, store seq 134, 9.684 s) is not in the final value"} {
@@ -147,7 +149,7 @@ func TestWriteInvalidRun(t *testing.T) {
 		t.Error("the diagram does not show the pause")
 	}
 
-	lin := readFile(t, dir, LinearFile)
+	lin := readFile(t, dir, rundir.LinearFile)
 	for _, want := range []string{"c3 t46: read 45, wrote 46", `"Tag":"nemesis"`, "lease lost (token 46)"} {
 		if !strings.Contains(lin, want) {
 			t.Errorf("linear.html lacks %q", want)
@@ -157,7 +159,7 @@ func TestWriteInvalidRun(t *testing.T) {
 
 func TestWriteValidRun(t *testing.T) {
 	dir := writeRun(t, "valid")
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	checkSelfContained(t, page)
 	overview := between(t, page, `id="ov-timeline"`, "</svg>")
 	if n := strings.Count(overview, `<g class="lane"`); n != 5 {
@@ -174,18 +176,18 @@ func TestWriteValidRun(t *testing.T) {
 	if strings.Contains(page, `id="anomaly-table"`) {
 		t.Error("a valid run has an anomaly table")
 	}
-	md := readFile(t, dir, AnomaliesFile)
+	md := readFile(t, dir, rundir.AnomaliesFile)
 	if body := strings.TrimSpace(md[strings.Index(md, "\n"):]); strings.Count(body, "\n") != 0 || !strings.HasPrefix(body, "No anomalies") {
 		t.Errorf("anomalies.md of a valid run should say so in one line, got:\n%s", md)
 	}
-	if lin := readFile(t, dir, LinearFile); !strings.Contains(lin, "c3 t49: read 48, write 49 rejected") {
+	if lin := readFile(t, dir, rundir.LinearFile); !strings.Contains(lin, "c3 t49: read 48, write 49 rejected") {
 		t.Error("linear.html lacks the rejected section")
 	}
 }
 
 func TestLoadUncheckedRun(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{TestFile, HistoryFile, StoreFile} {
+	for _, f := range []string{rundir.TestFile, rundir.HistoryFile, rundir.StoreFile} {
 		data, err := os.ReadFile(filepath.Join("testdata", "invalid", f))
 		if err != nil {
 			t.Fatal(err)
@@ -204,7 +206,7 @@ func TestLoadUncheckedRun(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	if page := readFile(t, dir, HTMLFile); !strings.Contains(page, "not checked") {
+	if page := readFile(t, dir, rundir.HTMLFile); !strings.Contains(page, "not checked") {
 		t.Error("the page does not say the run was not checked")
 	}
 }
@@ -215,10 +217,10 @@ func TestWriteEmptyRun(t *testing.T) {
 	if err := Write(dir, Input{Notes: []string{"the harness failed"}}); err != nil {
 		t.Fatal(err)
 	}
-	if page := readFile(t, dir, HTMLFile); !strings.Contains(page, "test configuration unreadable") || !strings.Contains(page, "the harness failed") {
+	if page := readFile(t, dir, rundir.HTMLFile); !strings.Contains(page, "test configuration unreadable") || !strings.Contains(page, "the harness failed") {
 		t.Error("the page does not explain the missing configuration and notes")
 	}
-	if md := readFile(t, dir, AnomaliesFile); !strings.Contains(md, "No anomalies") {
+	if md := readFile(t, dir, rundir.AnomaliesFile); !strings.Contains(md, "No anomalies") {
 		t.Errorf("anomalies.md: %s", md)
 	}
 }
@@ -237,11 +239,11 @@ func TestCountOnlyAnomaly(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	if !strings.Contains(page, "Incident 1: missing-increments") || strings.Contains(page, `id="incident-1-timeline"`) {
 		t.Error("a count-only anomaly should be an incident without a zoomed timeline")
 	}
-	md := readFile(t, dir, AnomaliesFile)
+	md := readFile(t, dir, rundir.AnomaliesFile)
 	if !strings.Contains(md, "## Incident 1: missing-increments") || len(mermaidBlocks(md)) != 0 {
 		t.Errorf("anomalies.md:\n%s", md)
 	}
@@ -291,7 +293,7 @@ func TestTokenlessRuns(t *testing.T) {
 			if err := Write(dir, in); err != nil {
 				t.Fatal(err)
 			}
-			md := readFile(t, dir, AnomaliesFile)
+			md := readFile(t, dir, rundir.AnomaliesFile)
 			if n := strings.Count(md, "\n## Incident"); n != 2 {
 				t.Errorf("%d incidents, want one per stale write (2):\n%s", n, md)
 			}
@@ -308,7 +310,7 @@ func TestTokenlessRuns(t *testing.T) {
 					t.Errorf("lock service in the diagram: %v, want %v", uses, !c.noLock)
 				}
 			}
-			checkSelfContained(t, readFile(t, dir, HTMLFile))
+			checkSelfContained(t, readFile(t, dir, rundir.HTMLFile))
 		})
 	}
 }
@@ -503,7 +505,7 @@ func TestLargeHistoryStaysSmall(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	for name, limit := range map[string]int64{HTMLFile: 10 << 20, LinearFile: 64 << 10, AnomaliesFile: 2 << 20} {
+	for name, limit := range map[string]int64{rundir.HTMLFile: 10 << 20, rundir.LinearFile: 64 << 10, rundir.AnomaliesFile: 2 << 20} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -513,17 +515,17 @@ func TestLargeHistoryStaysSmall(t *testing.T) {
 			t.Errorf("%s is %d bytes, want under %d", name, fi.Size(), limit)
 		}
 	}
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	if !strings.Contains(page, `id="overview-aggregated"`) {
 		t.Error("the page does not say the overview is aggregated")
 	}
 	if n := strings.Count(between(t, page, `id="ov-timeline"`, "</svg>"), `<g class="lane"`); n != 10 {
 		t.Errorf("overview has %d lanes, want 10", n)
 	}
-	if lin := readFile(t, dir, LinearFile); !strings.Contains(lin, "critical sections") || strings.Contains(lin, "<script") {
+	if lin := readFile(t, dir, rundir.LinearFile); !strings.Contains(lin, "critical sections") || strings.Contains(lin, "<script") {
 		t.Error("linear.html should explain why porcupine's page was not drawn")
 	}
-	for _, b := range mermaidBlocks(readFile(t, dir, AnomaliesFile)) {
+	for _, b := range mermaidBlocks(readFile(t, dir, rundir.AnomaliesFile)) {
 		if err := validateMermaid(b); err != nil {
 			t.Errorf("invalid mermaid: %v", err)
 		}
@@ -601,7 +603,7 @@ func TestWriteSurvivesBadInput(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	if !strings.Contains(page, "1 stale write accepted") {
 		t.Error("the page lost the verdict")
 	}
@@ -609,7 +611,7 @@ func TestWriteSurvivesBadInput(t *testing.T) {
 		t.Error("a drawing failure is not explained")
 	}
 	// Whatever Write drew, it drew all three files.
-	for _, f := range []string{LinearFile, AnomaliesFile} {
+	for _, f := range []string{rundir.LinearFile, rundir.AnomaliesFile} {
 		readFile(t, dir, f)
 	}
 	// A forced failure shows as the note.
@@ -624,7 +626,7 @@ func TestWriteSurvivesBadInput(t *testing.T) {
 // timeline's tooltip and the anomalies page agree.
 func TestHeadlineAndFaultEnd(t *testing.T) {
 	dir := writeRun(t, "invalid")
-	md, page := readFile(t, dir, AnomaliesFile), readFile(t, dir, HTMLFile)
+	md, page := readFile(t, dir, rundir.AnomaliesFile), readFile(t, dir, rundir.HTMLFile)
 	headline := "c3 wrote 46 with stale token 46 after a 4.0 s pause; c1 already held token 68: accepted at 9.684 s"
 	if !strings.Contains(md, "## Incident 1: "+headline) || !strings.Contains(page, headline) {
 		t.Errorf("the headline %q is missing", headline)
@@ -652,7 +654,7 @@ func TestCountKeysExplained(t *testing.T) {
 			}
 		}
 	}
-	page := readFile(t, writeRun(t, "invalid"), HTMLFile)
+	page := readFile(t, writeRun(t, "invalid"), rundir.HTMLFile)
 	if !strings.Contains(page, `<span title="writes the store accepted although it had already seen a newer token">stale_accepted 2</span>`) ||
 		!strings.Contains(page, `<dt>stale_accepted</dt>`) {
 		t.Error("the checkers table does not explain its counts")

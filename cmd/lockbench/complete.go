@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/config"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,13 +22,13 @@ var fences = []string{string(store.FenceNone), string(store.FenceWrites), string
 // flagValues are the values shell completion offers for each flag that
 // takes one of a fixed set; a flag taking a list completes its last item.
 var flagValues = map[string][]string{
-	"backend": runner.Backends, "backends": runner.Backends,
-	"workload": runner.Workloads, "workloads": runner.Workloads,
-	"nemesis": runner.Nemeses, "nemeses": runner.Nemeses,
+	"backend": backends.Names(), "backends": backends.Names(),
+	"workload": config.Workloads, "workloads": config.Workloads,
+	"nemesis": runner.Nemeses(), "nemeses": runner.Nemeses(),
 	"fence": fences, "fences": fences,
-	"store": runner.Stores, "stores": runner.Stores,
-	"pause-target":      runner.PauseTargets,
-	"redis-persistence": runner.Persistences,
+	"store": runner.Stores(), "stores": runner.Stores(),
+	"pause-target":      config.PauseTargets,
+	"redis-persistence": config.Persistences,
 	"image-method":      {string(images.Auto), string(images.Dockerfile), string(images.Debootstrap)},
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/lockbench/lockbench/rundir"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,9 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/matrix"
-	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/store"
 )
 
 // matrixJSON is a matrix as --json prints it: matrix.json's fields and
@@ -74,17 +77,17 @@ func newMatrixCmd() *cobra.Command {
 			// The shared knobs and every axis value are checked before the
 			// grid: a typo must not silently empty a column.
 			check := base
-			check.Backend, check.Workload, check.Nemesis, check.Store, check.Fence = "redis", "counter", []string{"none"}, "lockbench", "none"
-			if err := check.Validate(); err != nil {
+			check.Backend, check.Workload, check.Nemesis, check.Store, check.Fence = backends.Names()[0], config.Workloads[0], []string{config.NoFault}, config.DefaultStore, store.FenceNone
+			if err := runner.Validate(&check); err != nil {
 				return fail(exitUsage, err)
 			}
 			for _, a := range []struct {
 				flag        string
 				values, all []string
 			}{
-				{"--backends", axes.Backends, runner.Backends}, {"--workloads", axes.Workloads, runner.Workloads},
-				{"--nemeses", axes.Nemeses, runner.Nemeses}, {"--fences", axes.Fences, fences},
-				{"--stores", axes.Stores, runner.Stores},
+				{"--backends", axes.Backends, backends.Names()}, {"--workloads", axes.Workloads, config.Workloads},
+				{"--nemeses", axes.Nemeses, runner.Nemeses()}, {"--fences", axes.Fences, fences},
+				{"--stores", axes.Stores, runner.Stores()},
 			} {
 				for _, v := range a.values {
 					if !slices.Contains(a.all, v) {
@@ -139,7 +142,7 @@ func newMatrixCmd() *cobra.Command {
 			fmt.Fprintf(opts.Out, "matrix: %d cells in %s, exit %d\nresults: %s\n", len(results),
 				(time.Duration(sum.Seconds) * time.Second).Round(time.Second), sum.Exit, filepath.Join(dir, "matrix.md"))
 			if err := out.emit(matrixJSON{Summary: sum, Dir: dir, Markdown: filepath.Join(dir, "matrix.md"),
-				JSON: filepath.Join(dir, report.MatrixFile), JUnit: junit}); err != nil {
+				JSON: filepath.Join(dir, rundir.MatrixJSON), JUnit: junit}); err != nil {
 				return err
 			}
 			if ctx.Err() != nil {
@@ -149,7 +152,7 @@ func newMatrixCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&axes.Backends, "backends", runner.Backends, "backends to compare")
+	f.StringSliceVar(&axes.Backends, "backends", backends.Names(), "backends to compare")
 	f.StringSliceVar(&axes.Workloads, "workloads", []string{"counter"}, "workloads")
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockbench/lockbench/rundir"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,8 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockbench/lockbench/checkers"
-	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/runner"
 )
 
 // output is where a command writes: with --json, stdout carries one JSON
@@ -46,7 +45,7 @@ func (o *output) emit(v any) error {
 // runJSON is one run as --json prints it: results.json's fields, as
 // stored, and where the run's files are.
 type runJSON struct {
-	*runner.Report
+	*rundir.Results
 	// RunID labels the run's containers (`lockbench clean --run ID`).
 	RunID string   `json:"run_id"`
 	Dir   string   `json:"dir"`
@@ -62,13 +61,13 @@ type runFiles struct {
 	Store     string `json:"store"`
 }
 
-func newRunJSON(rep *runner.Report) runJSON {
+func newRunJSON(rep *rundir.Results) runJSON {
 	at := func(name string) string { return filepath.Join(rep.Dir, name) }
 	// results.json does not hold the run id; test.json does, and was read
 	// before the run was judged, so it cannot be missing here.
-	test, _, _ := runner.ReadTest(rep.Dir)
-	return runJSON{Report: rep, RunID: test.RunID, Dir: rep.Dir, Files: runFiles{Results: at(runner.ResultsFile), Report: at(report.HTMLFile),
-		Linear: at(report.LinearFile), Anomalies: at(report.AnomaliesFile), History: at(runner.HistoryFile), Store: at(runner.StoreFile)}}
+	test, _, _ := rundir.ReadTest(rep.Dir)
+	return runJSON{Results: rep, RunID: test.RunID, Dir: rep.Dir, Files: runFiles{Results: at(rundir.ResultsFile), Report: at(rundir.HTMLFile),
+		Linear: at(rundir.LinearFile), Anomalies: at(rundir.AnomaliesFile), History: at(rundir.HistoryFile), Store: at(rundir.StoreFile)}}
 }
 
 // seriesJSON is a --test-count series as --json prints it.

@@ -17,15 +17,18 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
 )
 
 // testFlags are the knobs of a test that `run` and `matrix` share.
 type testFlags struct {
-	cfg                                                         runner.Config
+	cfg                                                         config.Config
 	fence, method, mirror, results                              string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay                                                time.Duration
@@ -57,7 +60,7 @@ func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
 
 // config completes the configuration from the flags; it does not validate
 // the choice of backend, workload and faults, which `matrix` varies.
-func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, error) {
+func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, error) {
 	cfg := t.cfg
 	if !cmd.Flags().Changed("seed") {
 		cfg.Seed = rand.Int64N(1 << 53)
@@ -67,10 +70,10 @@ func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, e
 		faultFor = 2 * t.ttl
 	}
 	cfg.Fence = store.Fence(t.fence)
-	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = runner.Duration(t.ttl), runner.Duration(t.limit), runner.Duration(t.interval)
-	cfg.FaultDuration, cfg.WorkMax = runner.Duration(faultFor), runner.Duration(t.workMax)
-	cfg.OpTimeout, cfg.CheckTimeout = runner.Duration(t.opTimeout), runner.Duration(t.checkTO)
-	cfg.RestartDelay = runner.Duration(t.restartDelay)
+	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = config.Duration(t.ttl), config.Duration(t.limit), config.Duration(t.interval)
+	cfg.FaultDuration, cfg.WorkMax = config.Duration(faultFor), config.Duration(t.workMax)
+	cfg.OpTimeout, cfg.CheckTimeout = config.Duration(t.opTimeout), config.Duration(t.checkTO)
+	cfg.RestartDelay = config.Duration(t.restartDelay)
 	m, err := images.ParseMethod(t.method)
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitUsage, err)
@@ -168,15 +171,15 @@ func newRunCmd() *cobra.Command {
 					return err
 				}
 			}
-			if err := cfg.Validate(); err != nil {
+			if err := runner.Validate(&cfg); err != nil {
 				return fail(exitUsage, err)
 			}
-			for _, w := range cfg.Warnings() {
+			for _, w := range runner.Warnings(&cfg) {
 				fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 			}
 			ctx, release := interruptible()
 			defer release()
-			var reps []*runner.Report
+			var reps []*rundir.Results
 			for i := range count {
 				run := cfg
 				// A replay repeats its seed; fresh runs each get the next.
@@ -192,7 +195,7 @@ func newRunCmd() *cobra.Command {
 					reps = append(reps, rep)
 				}
 				switch {
-				case errors.Is(err, runner.ErrUsage):
+				case errors.Is(err, config.ErrUsage):
 					return fail(exitUsage, err)
 				case err != nil:
 					summarize(opts.Out, reps, count)
@@ -210,9 +213,9 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, cas (no lock: conditional writes), nolock (broken control)")
+	f.StringVar(&t.cfg.Backend, "backend", backends.Names()[0], "lock service: "+backends.Help())
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
-	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause (clients), pause-node, partition, kill, clock, failover (redis-sentinel)")
+	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: "+strings.Join(runner.Nemeses(), ", "))
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
 	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
 	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
@@ -231,7 +234,7 @@ func newRunCmd() *cobra.Command {
 // replayConfig is the configuration stored in dir's test.json, seed
 // included. Flags that choose what to test are refused alongside it: the
 // replay would silently not be one.
-func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
+func replayConfig(cmd *cobra.Command, dir string) (config.Config, error) {
 	var clash []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if !slices.Contains(replayable, f.Name) {
@@ -239,12 +242,12 @@ func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
 		}
 	})
 	if len(clash) > 0 {
-		return runner.Config{}, fail(exitUsage, fmt.Errorf("--replay takes the test's configuration from %s; %s cannot be given with it",
-			filepath.Join(dir, runner.TestFile), strings.Join(clash, ", ")))
+		return config.Config{}, fail(exitUsage, fmt.Errorf("--replay takes the test's configuration from %s; %s cannot be given with it",
+			filepath.Join(dir, rundir.TestFile), strings.Join(clash, ", ")))
 	}
-	test, _, err := runner.ReadTest(dir)
+	test, _, err := rundir.ReadTest(dir)
 	if err != nil {
-		return runner.Config{}, fail(exitUsage, err)
+		return config.Config{}, fail(exitUsage, err)
 	}
 	return test.Config, nil
 }
@@ -252,7 +255,7 @@ func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
 // printSeries prints the runs' JSON summary, when --json asked for one:
 // one run's summary, or with --test-count the series and its worst
 // verdict.
-func printSeries(out *output, reps []*runner.Report, count int) error {
+func printSeries(out *output, reps []*rundir.Results, count int) error {
 	if count == 1 {
 		if len(reps) == 0 {
 			return nil
@@ -267,7 +270,7 @@ func printSeries(out *output, reps []*runner.Report, count int) error {
 }
 
 // summarize prints the verdicts of a --test-count series.
-func summarize(w io.Writer, reps []*runner.Report, count int) {
+func summarize(w io.Writer, reps []*rundir.Results, count int) {
 	if count == 1 {
 		return
 	}
@@ -284,7 +287,7 @@ func summarize(w io.Writer, reps []*runner.Report, count int) {
 
 // worst is the verdict of a series: invalid if any run was, else unknown
 // if any run was neither valid nor invalid, else valid.
-func worst(reps []*runner.Report) checkers.Verdict {
+func worst(reps []*rundir.Results) checkers.Verdict {
 	v := checkers.Valid
 	for _, r := range reps {
 		switch {
