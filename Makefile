@@ -29,7 +29,7 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 images: build deps
-	$(BIN) images build --jvm
+	$(BIN) images build
 
 # Exit 1 (invalid) or 2 (unknown) is a verdict, not a failure of the job.
 run: images

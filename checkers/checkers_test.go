@@ -463,7 +463,7 @@ func serialHistory(n int) Input {
 		ev(p, history.OK, history.Release, history.Event{Token: tok})
 	}
 	in.Key = "x"
-	in.Lease = Lease{Backend: "redis", TTL: 2e9}
+	in.Lease = redisLease
 	return in
 }
 

@@ -10,95 +10,51 @@ import (
 )
 
 // Lease says how the lock's leases behave, which the exclusion checker needs
-// to turn recorded times into proven lease lifetimes.
+// to turn recorded times into proven lease lifetimes. Each lock service
+// supplies its own (see backends): the checker knows none by name.
 type Lease struct {
-	// Backend names the lock service: redis, redis-sentinel, redlock, etcd;
-	// cas and nolock have no lease.
-	Backend string `json:"backend"`
+	// None says why the lock's holdings have no lease to check (a client
+	// that takes no lock), or "" when they have one.
+	None string `json:"none,omitempty"`
 	// TTL is the configured time to live, in ns; a grant or renewal that
 	// records its own TTL uses that instead.
 	TTL int64 `json:"ttl"`
-	// Drift is Redlock's drift factor: the share of the TTL its clients
-	// give up for clocks running at different rates.
-	Drift float64 `json:"drift,omitempty"`
+	// Slack is how much earlier than send + ttl the service may expire a
+	// lease granted or renewed by a request sent at send: SlackFixed +
+	// ttl × SlackPPM / 10⁶ ns. The service set the expiry after receiving
+	// the request, so the lease lasted at least until send + ttl − slack;
+	// the slack is what the service's own clock (whole milliseconds, a
+	// slewed wall clock) or its own rule (Redlock's drift factor) can take
+	// away. A clock that jumps breaks the bound, and the checker then
+	// rightly reports the overlap the jump caused.
+	SlackFixed int64 `json:"slack_fixed,omitempty"`
+	SlackPPM   int64 `json:"slack_ppm,omitempty"`
+	// Session is set when the lease belongs to a session the client keeps
+	// alive on its own (etcd): keep-alives the client cannot observe may
+	// extend it, so the newest request it saw bounds the expiry only from
+	// below, and its acquire records the session lease's grant rather than
+	// the lock request.
+	Session bool `json:"session,omitempty"`
 }
 
-// Per-backend lower bounds on a lease's expiry. A lease was granted or
-// renewed by a request sent at s for ttl; the service set the expiry after
-// receiving it, so the lease lasted at least until s + ttl − slack, where the
-// slack is what the service's own clock can take away:
-//
-//   - redis, redis-sentinel: SET PX and PEXPIRE set the expiry to the
-//     server's time in whole milliseconds plus ttl, so it can fall up to 1 ms
-//     short; Redis reads the wall clock, which NTP may slew by at most
-//     500 ppm against the monotonic clock the history is stamped with. A
-//     clock that jumps breaks this bound, and the checker then rightly
-//     reports the overlap the jump caused.
-//   - redlock: the attempt's start + ttl × (1 − drift), computed here from
-//     the recorded send time and not from the client's own validity, so a
-//     client that miscomputes its validity cannot move the window; less the
-//     same 1 ms of Redis's millisecond expiry.
-//   - etcd: the lock key lives as long as the session's lease; the leader
-//     expires a lease ttl after the last grant or keep-alive it received,
-//     on Go's monotonic clock, which is the history's kernel clock; a
-//     leader change only extends leases (the new leader restarts every
-//     lease's full TTL). The bound uses the grants and keep-alives the
-//     client itself sent and saw acknowledged (its Session's own
-//     keep-alives are not observable and can only extend the lease).
-//   - zookeeper: the lock's znode lives as long as its session, which the
-//     leader expires a session timeout (the ttl) after its last touch of
-//     the session, on the JVM's monotonic clock (System.nanoTime, the
-//     history's kernel clock), rounded up to a tick; a new leader touches
-//     every session afresh. A request the client sent at s and saw
-//     answered was received after s by some server. The leader touches
-//     at once; a follower only relays the sessions it heard from in its
-//     reply to the leader's next ping (every tickTime/2), and a follower
-//     cut off from its leader goes on answering for up to syncLimit ×
-//     tickTime before it drops its clients. The touch the leader last got
-//     is therefore at most (syncLimit + 1) × tickTime older than any
-//     answer (the reply in flight when the link is cut is lost) plus the
-//     gap between the client's requests, one heartbeat (ttl/8). The
-//     ensemble runs with tickTime = ttl/8 and syncLimit = 2: slack =
-//     3ttl/8 + ttl/8 = ttl/2. The bound assumes one fault at a time: a
-//     client frozen just as its follower is cut off sends no requests to
-//     relay while the follower can still answer the next.
-func (l Lease) slack(ttl int64) int64 {
-	const ms = 1_000_000
-	switch l.Backend {
-	case "redis", "redis-sentinel":
-		return ms + ttl/2000
-	case "redlock":
-		return int64(float64(ttl)*l.Drift) + ms
-	case "zookeeper":
-		return ttl / 2
-	}
-	return 0
-}
+func (l Lease) slack(ttl int64) int64 { return l.SlackFixed + ttl*l.SlackPPM/1_000_000 }
 
-// noLease says why a backend's holdings have no lease to check, or "" when
-// they have one.
+// noLease says why the holdings have no lease to check, or "" when they
+// have one.
 func (l Lease) noLease() string {
-	switch l.Backend {
-	case "redis", "redis-sentinel", "redlock", "etcd", "zookeeper":
-		if l.TTL <= 0 {
-			return "the lease's TTL is not known"
-		}
-		return ""
-	case "cas":
-		return "cas takes no lock: each write is conditional on the version read"
-	case "nolock":
-		return "nolock takes no lock at all"
-	case "":
-		return "the lock service is not known, so neither is how its leases expire"
+	switch {
+	case l.None != "":
+		return l.None
+	case l.TTL <= 0:
+		return "the lease's TTL is not known"
 	}
-	return fmt.Sprintf("no lease bound is known for %q", l.Backend)
+	return ""
 }
 
 // observedExpiry reports whether the client sees every request that can
 // extend its lease, so that the newest of them also bounds the expiry from
-// above. An etcd Session keeps its lease alive unobserved, and a ZooKeeper
-// client its session (the library's pings).
-func (l Lease) observedExpiry() bool { return l.Backend != "etcd" && l.Backend != "zookeeper" }
+// above.
+func (l Lease) observedExpiry() bool { return !l.Session }
 
 // Exclusion checks the lock's promise itself: no two clients hold it while
 // both their leases are certainly valid. A holding H is certain over

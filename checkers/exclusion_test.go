@@ -9,9 +9,13 @@ import (
 // redisLease and the others are the leases of the golden exclusion
 // histories: a 2 s TTL, as the harness runs by default.
 var (
-	redisLease   = Lease{Backend: "redis", TTL: 2e9}
-	redlockLease = Lease{Backend: "redlock", TTL: 2e9, Drift: 0.01}
-	etcdLease    = Lease{Backend: "etcd", TTL: 2e9}
+	// The lease models of Redis (whole milliseconds, a wall clock slewed by
+	// up to 500 ppm), Redlock (drift factor 0.01) and etcd (a session's
+	// lease), as the backends supply them.
+	redisLease   = Lease{TTL: 2e9, SlackFixed: 1e6, SlackPPM: 500}
+	redlockLease = Lease{TTL: 2e9, SlackFixed: 1e6, SlackPPM: 10_000}
+	etcdLease    = Lease{TTL: 2e9, Session: true}
+	noLease      = Lease{None: "cas takes no lock: each write is conditional on the version read"}
 )
 
 func checkExclusion(t *testing.T, name string, l Lease) Result {
@@ -43,6 +47,7 @@ func TestExclusionGolden(t *testing.T) {
 	tests := []struct {
 		name  string
 		lease Lease
+		model string
 		want  Verdict
 		// others are the data checkers' verdicts: exclusion is judged apart
 		// from what happened to the data.
@@ -52,7 +57,7 @@ func TestExclusionGolden(t *testing.T) {
 		{
 			// c1 and c2 are granted the lock 2 ms apart under a 2 s TTL and
 			// both hold it; their writes happen not to collide.
-			name: "two-holders", lease: redisLease, want: Invalid,
+			name: "two-holders", lease: redisLease, model: "redis", want: Invalid,
 			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
 			evidence: func(t *testing.T, r Result) {
 				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "two_holders": 1, "stale_beliefs": 0})
@@ -70,7 +75,7 @@ func TestExclusionGolden(t *testing.T) {
 			// c1 renews at 1.666 s and is paused for 4 s; its lease is proven
 			// to 1.666 + 2 − 0.002 s; c2 is granted at 3.700 s; c1's late
 			// write is rejected by the fence.
-			name: "paused-holder", lease: redisLease, want: Valid,
+			name: "paused-holder", lease: redisLease, model: "redis", want: Valid,
 			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
 			evidence: func(t *testing.T, r Result) {
 				wantCounts(t, r, map[string]int64{"two_holders": 0, "stale_beliefs": 1, "stale_writes": 1, "faults": 1, "faults_effective": 1})
@@ -96,7 +101,7 @@ func TestExclusionGolden(t *testing.T) {
 			// it reads the answer; c2 takes the lock once c1's lease ran out;
 			// c1 completes its acquire at 5.001 s, inside c2's window. c1's
 			// own window is empty: no violation, a stale belief.
-			name: "frozen-acquirer", lease: redisLease, want: Valid,
+			name: "frozen-acquirer", lease: redisLease, model: "redis", want: Valid,
 			evidence: func(t *testing.T, r Result) {
 				wantCounts(t, r, map[string]int64{"holdings": 2, "two_holders": 0, "stale_beliefs": 1, "stale_writes": 0})
 				w := window(t, r, "stale-belief")
@@ -108,7 +113,7 @@ func TestExclusionGolden(t *testing.T) {
 			// Renewals prove c1's lease to 1.600 + 2 − 0.002 = 3.598 s; the
 			// renewal that timed out proves nothing. c2 is granted at 3.597 s:
 			// 1 ms of two certain holders, credited to the clock fault.
-			name: "bound-redis", lease: redisLease, want: Invalid,
+			name: "bound-redis", lease: redisLease, model: "redis", want: Invalid,
 			evidence: func(t *testing.T, r Result) {
 				wantCounts(t, r, map[string]int64{"two_holders": 1, "faults_effective": 1})
 				wantWindow(t, window(t, r, "two-holders"), 3597e6, 3598e6)
@@ -122,7 +127,7 @@ func TestExclusionGolden(t *testing.T) {
 			// The Extend sent at 1.666 s proves the lease to
 			// 1.666 + 2 × (1 − 0.01) − 0.001 = 3.645 s: c2's grant at
 			// 3.650 s is no violation.
-			name: "bound-redlock", lease: redlockLease, want: Valid,
+			name: "bound-redlock", lease: redlockLease, model: "redlock", want: Valid,
 			evidence: func(t *testing.T, r Result) {
 				w := window(t, r, "stale-belief")
 				wantWindow(t, w, 3645e6, 5710e6)
@@ -134,14 +139,14 @@ func TestExclusionGolden(t *testing.T) {
 		},
 		{
 			// Without the drift the same history would be a violation.
-			name: "bound-redlock", lease: Lease{Backend: "redis", TTL: 2e9}, want: Invalid,
+			name: "bound-redlock", lease: redisLease, model: "redis", want: Invalid,
 		},
 		{
 			// The keep-alive sent at 1.833 s and acknowledged with a TTL of
 			// 2 s proves the session's lease to 3.833 s; c2 is granted at
 			// 3.840 s. The Session's own keep-alives are not observed, so
 			// no upper bound is claimed.
-			name: "bound-etcd", lease: etcdLease, want: Valid,
+			name: "bound-etcd", lease: etcdLease, model: "etcd", want: Valid,
 			evidence: func(t *testing.T, r Result) {
 				w := window(t, r, "stale-belief")
 				wantWindow(t, w, 3833e6, 5910e6)
@@ -151,11 +156,11 @@ func TestExclusionGolden(t *testing.T) {
 			},
 		},
 		{
-			name: "bound-etcd", lease: Lease{Backend: "cas"}, want: Skipped,
+			name: "bound-etcd", lease: noLease, model: "none", want: Skipped,
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+"/"+tt.lease.Backend, func(t *testing.T) {
+		t.Run(tt.name+"/"+tt.model, func(t *testing.T) {
 			r := checkExclusion(t, tt.name, tt.lease)
 			if r.Valid != tt.want {
 				t.Fatalf("exclusion = %s, want %s: %s %s %+v", r.Valid, tt.want, r.Summary, r.Reason, r.Anomalies)

@@ -130,7 +130,7 @@ func generateRun(spec runSpec) Input {
 	for i := range r.log {
 		r.log[i].Seq = int64(i)
 	}
-	return roundTrip(Input{History: r.h, Store: r.log, Key: "x", Lease: Lease{Backend: "redis", TTL: simLeaseTTL}})
+	return roundTrip(Input{History: r.h, Store: r.log, Key: "x", Lease: Lease{TTL: simLeaseTTL, SlackFixed: 1e6, SlackPPM: 500}})
 }
 
 // roundTrip writes a run out and reads it back as a check does: decoding

@@ -151,7 +151,7 @@ func newGen(bases []Input, prog []byte) *gen {
 		g.fence = store.FenceWrites
 	}
 	g.c.in.Key = "x"
-	g.c.in.Lease = Lease{Backend: "redis", TTL: genTTL}
+	g.c.in.Lease = Lease{TTL: genTTL, SlackFixed: 1e6, SlackPPM: 500}
 	g.keys = []string{"x"}
 	switch {
 	case flags&genAllKeys != 0:

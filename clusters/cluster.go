@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,10 +30,10 @@ type Node struct {
 	// Tmpfs are directories kept in memory.
 	Tmpfs []string
 	Env   []string
-	// JVM nodes run the JVM services' image (ZooKeeper) instead of the
+	// Image, when set, is the image the node runs instead of the
 	// cluster's node image.
-	JVM bool
-	ID  string
+	Image string
+	ID    string
 }
 
 // Cluster is the containers of one run on their private network.
@@ -40,7 +41,6 @@ type Cluster struct {
 	eng     *Engine
 	runID   string
 	image   string
-	jvm     string
 	network string
 
 	mu    sync.Mutex
@@ -62,9 +62,6 @@ func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error
 	return c, nil
 }
 
-// SetJVMImage names the image JVM nodes run.
-func (c *Cluster) SetJVMImage(image string) { c.jvm = image }
-
 // RunID is the value of the run's label.
 func (c *Cluster) RunID() string { return c.runID }
 
@@ -74,19 +71,12 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
-	img := c.image
-	if n.JVM {
-		if c.jvm == "" {
-			return fmt.Errorf("start %s: no JVM image given to the cluster", n.Name)
-		}
-		img = c.jvm
-	}
 	tmpfs := map[string]string{}
 	for _, d := range n.Tmpfs {
 		tmpfs[d] = ""
 	}
 	resp, err := c.eng.ContainerCreate(ctx,
-		&container.Config{Image: img, Cmd: n.Cmd, Env: n.Env, Hostname: n.Name, Labels: labels},
+		&container.Config{Image: cmp.Or(n.Image, c.image), Cmd: n.Cmd, Env: n.Env, Hostname: n.Name, Labels: labels},
 		&container.HostConfig{
 			NetworkMode: container.NetworkMode(c.network),
 			CapAdd:      n.Caps,

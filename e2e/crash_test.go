@@ -14,7 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // started is a lockbench run going on in the background.
@@ -68,7 +68,7 @@ func (s *started) waitEvent(t *testing.T, what string, match func(history.Event)
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		events, _ := history.DecodeFile(filepath.Join(s.dir, runner.HistoryFile))
+		events, _ := history.DecodeFile(filepath.Join(s.dir, rundir.HistoryFile))
 		for _, e := range events {
 			if match(e) {
 				return
@@ -182,7 +182,7 @@ func TestInterruptMidFaultHealsAndRemoves(t *testing.T) {
 	assertNothingLeft(t, s.runID)
 	assertNoFrozenWorker(t)
 
-	events, err := history.DecodeFile(filepath.Join(s.dir, runner.HistoryFile))
+	events, err := history.DecodeFile(filepath.Join(s.dir, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestInterruptMidFaultHealsAndRemoves(t *testing.T) {
 	if !started || !healed {
 		t.Errorf("history: pause started %v, healed %v", started, healed)
 	}
-	if _, err := os.Stat(filepath.Join(s.dir, runner.ResultsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.dir, rundir.ResultsFile)); err != nil {
 		t.Errorf("no results for the interrupted run: %v", err)
 	}
 }

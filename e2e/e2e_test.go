@@ -24,7 +24,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/store"
 )
 
@@ -130,26 +130,26 @@ func readJSON[T any](t *testing.T, dir, file string) T {
 	return v
 }
 
-func readReport(t *testing.T, dir string) runner.Report {
+func readReport(t *testing.T, dir string) rundir.Results {
 	t.Helper()
-	return readJSON[runner.Report](t, dir, runner.ResultsFile)
+	return readJSON[rundir.Results](t, dir, rundir.ResultsFile)
 }
 
-func checker(t *testing.T, rep runner.Report, name string) checkers.Result {
+func checker(t *testing.T, rep rundir.Results, name string) checkers.Result {
 	t.Helper()
 	for _, r := range rep.Checkers {
 		if r.Checker == name {
 			return r
 		}
 	}
-	t.Fatalf("no %s result in %s", name, runner.ResultsFile)
+	t.Fatalf("no %s result in %s", name, rundir.ResultsFile)
 	return checkers.Result{}
 }
 
 // pausedClients lists the clients the nemesis froze, from the history.
 func pausedClients(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	events, err := history.DecodeFile(filepath.Join(dir, runner.HistoryFile))
+	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestPauseWithFenceIsSafe(t *testing.T) {
 	if len(pausedClients(t, r.dir)) == 0 {
 		t.Fatal("the nemesis paused nobody")
 	}
-	log, err := store.ReadLogFile(filepath.Join(r.dir, runner.StoreFile))
+	log, err := store.ReadLogFile(filepath.Join(r.dir, rundir.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestBadInput(t *testing.T) {
 		{"negative ttl", nil, []string{"run", "--ttl", "-2s"}, 254, "--ttl"},
 		{"unknown flag", nil, []string{"run", "--frobnicate"}, 254, "unknown flag"},
 		{"bad fence", nil, []string{"run", "--fence", "some"}, 254, "fence"},
-		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "1s"}, 255, "docker engine not reachable"},
+		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "5s"}, 255, "docker engine not reachable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -400,11 +400,11 @@ func TestBadInput(t *testing.T) {
 // exactly the stale writers' own.
 func checkDamage(t *testing.T, dir string, lost, fence checkers.Result) {
 	t.Helper()
-	events, err := history.DecodeFile(filepath.Join(dir, runner.HistoryFile))
+	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := store.ReadLogFile(filepath.Join(dir, runner.StoreFile))
+	log, err := store.ReadLogFile(filepath.Join(dir, rundir.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

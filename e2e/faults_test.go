@@ -100,7 +100,7 @@ func eventually(t *testing.T, what string, within time.Duration, ok func() bool)
 func TestFaultPartitionCutsHolderFromRedis(t *testing.T) {
 	c := faultCluster(t, redisNode("redis"), idleClient("c1"))
 	p := &nemesis.Partition{Cluster: c, Holders: holder("c1"),
-		Topology: nemesis.Topology{Service: []string{"redis"}, Clients: []string{"c1"}, Redis: true}}
+		Topology: nemesis.Topology{Service: []string{"redis"}, Clients: []string{"c1"}, WallClock: true}}
 	ctx := context.Background()
 	inj, err := p.Inject(ctx, rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
@@ -125,7 +125,7 @@ func TestFaultPartitionCutsHolderFromRedis(t *testing.T) {
 
 func TestFaultPauseNodeAnswersNothing(t *testing.T) {
 	c := faultCluster(t, redisNode("redis"), idleClient("c1"))
-	p := &nemesis.PauseNode{Cluster: c, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}
+	p := &nemesis.PauseNode{Cluster: c, Topology: nemesis.Topology{Service: []string{"redis"}, WallClock: true}}
 	ctx := context.Background()
 	if _, err := p.Inject(ctx, rand.New(rand.NewPCG(2, 2))); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestFaultKillWithoutPersistenceForgets(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			c := faultCluster(t, redisNode("redis", tc.persistence...), idleClient("c1"))
-			k := &nemesis.Kill{Cluster: c, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}
+			k := &nemesis.Kill{Cluster: c, Topology: nemesis.Topology{Service: []string{"redis"}, WallClock: true}}
 			if out, err := redis(c, "c1", "redis", "set", "lock", "held-by-c1"); err != nil || out != "OK" {
 				t.Fatalf("set: %q %v", out, err)
 			}
@@ -187,7 +187,7 @@ func TestFaultClockJumpExpiresHeldKey(t *testing.T) {
 	node.Env, node.Cmd = nemesis.UnderClock(node.Cmd)
 	c := faultCluster(t, node, idleClient("c1"))
 	ttl := 2 * time.Second
-	clock := &nemesis.Clock{Cluster: c, TTL: ttl, Topology: nemesis.Topology{Service: []string{"redis"}, Redis: true}}
+	clock := &nemesis.Clock{Cluster: c, TTL: ttl, Topology: nemesis.Topology{Service: []string{"redis"}, WallClock: true}}
 	// A lock held for 10 s: far longer than the test takes, unless the
 	// node's clock jumps.
 	if out, err := redis(c, "c1", "redis", "set", "lock", "c1", "px", "10000"); err != nil || out != "OK" {
@@ -255,7 +255,7 @@ func TestFaultFailoverPromotesReplica(t *testing.T) {
 		return knowsReplicas("s1") && knowsReplicas("s2") && knowsReplicas("s3")
 	})
 	p := &nemesis.Partition{Cluster: c, Failover: true, Topology: nemesis.Topology{
-		Service: []string{"r1", "r2", "r3"}, Sentinels: []string{"s1", "s2", "s3"}, Clients: []string{"c1", "c2"}, Redis: true,
+		Service: []string{"r1", "r2", "r3"}, Sentinels: []string{"s1", "s2", "s3"}, Clients: []string{"c1", "c2"}, WallClock: true,
 		Leader: func(context.Context) (string, error) { return primary("s1"), nil },
 	}}
 	ctx := context.Background()

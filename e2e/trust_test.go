@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // A run that cannot mean anything is refused before any container starts:
@@ -100,7 +100,7 @@ func TestMatrixDryRunFromAnotherDirectory(t *testing.T) {
 // line order is time order and its indexes are its line numbers.
 func inTimeOrder(t *testing.T, dir string) []history.Event {
 	t.Helper()
-	events, err := history.DecodeFile(filepath.Join(dir, runner.HistoryFile))
+	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,15 +137,15 @@ func TestClosedPipeTearsDown(t *testing.T) {
 	if !strings.Contains(string(out), "interrupted (broken pipe)") || !strings.Contains(string(out), "exit 255") {
 		t.Errorf("the closed pipe did not stop the run through its teardown")
 	}
-	tests, _ := filepath.Glob(filepath.Join(results, "*", "*", runner.TestFile))
+	tests, _ := filepath.Glob(filepath.Join(results, "*", "*", rundir.TestFile))
 	if len(tests) != 1 {
 		t.Fatalf("%d runs in the results tree", len(tests))
 	}
 	dir := filepath.Dir(tests[0])
-	test := readJSON[runner.Test](t, dir, runner.TestFile)
+	test := readJSON[rundir.Test](t, dir, rundir.TestFile)
 	assertNothingLeft(t, test.RunID)
 	inTimeOrder(t, dir)
-	if _, err := os.Stat(filepath.Join(dir, runner.ResultsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ResultsFile)); err != nil {
 		t.Errorf("no results: %v", err)
 	}
 }
@@ -181,13 +181,13 @@ func TestTestCountReplayAndHangUp(t *testing.T) {
 	}
 	var ids []string
 	for i, m := range runs {
-		test := readJSON[runner.Test](t, m[1], runner.TestFile)
+		test := readJSON[rundir.Test](t, m[1], rundir.TestFile)
 		ids = append(ids, test.RunID)
 		if test.Config.Seed != int64(40+i) || !strings.Contains(test.Versions["lockbench"], "revision ") || len(test.Command) == 0 {
 			t.Errorf("run %d: seed %d, lockbench %q, command %q", i+1, test.Config.Seed, test.Versions["lockbench"], test.Command)
 		}
 		rep := readReport(t, m[1])
-		if rep.Schema != runner.ResultsSchema || rep.Lockbench != test.Versions["lockbench"] {
+		if rep.Schema != rundir.ResultsSchema || rep.Lockbench != test.Versions["lockbench"] {
 			t.Errorf("results.json: schema %d, lockbench %q", rep.Schema, rep.Lockbench)
 		}
 		inTimeOrder(t, m[1])
@@ -206,8 +206,8 @@ func TestTestCountReplayAndHangUp(t *testing.T) {
 		t.Errorf("exit %d after SIGHUP, want 255 (interrupted)\n%s", code, s.output.String())
 	}
 	assertNothingLeft(t, s.runID)
-	was := readJSON[runner.Test](t, source, runner.TestFile)
-	now := readJSON[runner.Test](t, s.dir, runner.TestFile)
+	was := readJSON[rundir.Test](t, source, rundir.TestFile)
+	now := readJSON[rundir.Test](t, s.dir, rundir.TestFile)
 	if !reflect.DeepEqual(was.Config, now.Config) || now.Config.Seed != 41 {
 		t.Errorf("replayed configuration %+v, want %+v", now.Config, was.Config)
 	}
@@ -215,7 +215,7 @@ func TestTestCountReplayAndHangUp(t *testing.T) {
 		t.Errorf("command line %q", now.Command)
 	}
 	inTimeOrder(t, s.dir)
-	if _, err := os.Stat(filepath.Join(s.dir, runner.ResultsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.dir, rundir.ResultsFile)); err != nil {
 		t.Errorf("no results for the hung-up run: %v", err)
 	}
 	code, out, errOut := lockbenchIn(t, ".", "export", "--format", "knossos", "-o", "-", s.dir)

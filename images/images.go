@@ -297,3 +297,32 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// Kind names an image a lock service's nodes run instead of the node image
+// (Kind ""), for a server the node image does not hold.
+type Kind string
+
+// kinds build each Kind, when missing.
+var kinds = map[Kind]func(context.Context, *client.Client, Options) (string, error){
+	JVM: ensureJVM,
+}
+
+// EnsureKind returns the image of kind k, building it only when missing.
+func EnsureKind(ctx context.Context, cli *client.Client, k Kind, opts Options) (string, error) {
+	ensure, ok := kinds[k]
+	if !ok {
+		return "", fmt.Errorf("no image of kind %q", k)
+	}
+	return ensure(ctx, cli, opts)
+}
+
+// Latest is the tag that always names the newest image of kind k, which
+// docker-compose.yml refers to.
+func (k Kind) Latest() string { return k.repo() + ":latest" }
+
+func (k Kind) repo() string {
+	if k == "" {
+		return NodeRepo
+	}
+	return "lockbench-" + string(k)
+}

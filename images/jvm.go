@@ -10,12 +10,11 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// JVMRepo is the repository of the image for lock services that run on the
-// JVM (ZooKeeper). Its tag is a hash of the node base and of what is
-// installed over it, so it is built once, the first time a run needs it,
-// and never rebuilt for a new lockbench binary: those nodes run no
-// lockbench code.
-const JVMRepo = "lockbench-jvm"
+// JVM is the image for lock services that run on the JVM (ZooKeeper). Its
+// tag is a hash of the node base and of what is installed over it, so it is
+// built once, the first time a run needs it, and never rebuilt for a new
+// lockbench binary: those nodes run no lockbench code.
+const JVM Kind = "jvm"
 
 // JVMPackages are Debian's ZooKeeper server with a headless JRE. Debian's
 // `zookeeper` package would add the desktop JRE (GTK, Mesa, LLVM: about
@@ -31,17 +30,17 @@ func jvmDockerfile() string {
 		" && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb\n"
 }
 
-// JVMTag is the JVM image's name for the current node base and packages.
-func JVMTag() string {
+// jvmTag is the JVM image's name for the current node base and packages.
+func jvmTag() string {
 	h := sha256.Sum256([]byte(jvmDockerfile()))
-	return JVMRepo + ":" + hex.EncodeToString(h[:])[:12]
+	return JVM.repo() + ":" + hex.EncodeToString(h[:])[:12]
 }
 
-// EnsureJVM returns the JVM image, building it (and the node base under it)
+// ensureJVM returns the JVM image, building it (and the node base under it)
 // only when missing. It needs Debian's package mirror to be reachable from
 // a build container.
-func EnsureJVM(ctx context.Context, cli *client.Client, opts Options) (string, error) {
-	tag := JVMTag()
+func ensureJVM(ctx context.Context, cli *client.Client, opts Options) (string, error) {
+	tag := jvmTag()
 	if !opts.Force && exists(ctx, cli, tag) {
 		return tag, nil
 	}
@@ -51,7 +50,7 @@ func EnsureJVM(ctx context.Context, cli *client.Client, opts Options) (string, e
 		}
 	}
 	fmt.Fprintf(opts.Log, "building %s (Debian's ZooKeeper and OpenJDK 17, once)\n", tag)
-	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(jvmDockerfile())}, []string{tag, JVMRepo + ":latest"}); err != nil {
+	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(jvmDockerfile())}, []string{tag, JVM.Latest()}); err != nil {
 		return "", err
 	}
 	return tag, nil

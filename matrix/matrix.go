@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
 )
@@ -24,8 +26,8 @@ type Cell struct {
 
 // Name is how matrix.md and JUnit name the cell.
 func (c Cell) Name() string {
-	if c.Store == "etcd" {
-		return fmt.Sprintf("%s/%s/%s/store-etcd", c.Backend, c.Workload, c.Nemesis)
+	if c.Store != config.DefaultStore {
+		return fmt.Sprintf("%s/%s/%s/store-%s", c.Backend, c.Workload, c.Nemesis, c.Store)
 	}
 	return fmt.Sprintf("%s/%s/%s/fence-%s", c.Backend, c.Workload, c.Nemesis, c.Fence)
 }
@@ -45,7 +47,7 @@ type Skipped struct {
 // refuses (a fence for a lock without tokens, --store etcd without etcd, a
 // fault with nothing to act on), for the reason it gives.
 // base supplies everything else a run needs.
-func Grid(a Axes, base runner.Config) ([]Cell, []Skipped) {
+func Grid(a Axes, base config.Config) ([]Cell, []Skipped) {
 	var cells []Cell
 	var skipped []Skipped
 	for _, b := range a.Backends {
@@ -55,8 +57,8 @@ func Grid(a Axes, base runner.Config) ([]Cell, []Skipped) {
 					for _, f := range a.Fences {
 						c := Cell{Backend: b, Workload: w, Nemesis: n, Fence: f, Store: st}
 						cfg := c.config(base)
-						if err := cfg.Validate(); err != nil {
-							skipped = append(skipped, Skipped{Cell: c, Reason: strings.TrimPrefix(err.Error(), runner.ErrUsage.Error()+": ")})
+						if err := runner.Validate(&cfg); err != nil {
+							skipped = append(skipped, Skipped{Cell: c, Reason: strings.TrimPrefix(err.Error(), config.ErrUsage.Error()+": ")})
 							continue
 						}
 						cells = append(cells, c)
@@ -68,7 +70,7 @@ func Grid(a Axes, base runner.Config) ([]Cell, []Skipped) {
 	return cells, skipped
 }
 
-func (c Cell) config(base runner.Config) runner.Config {
+func (c Cell) config(base config.Config) config.Config {
 	cfg := base
 	cfg.Backend, cfg.Workload, cfg.Nemesis = c.Backend, c.Workload, []string{c.Nemesis}
 	cfg.Fence, cfg.Store = store.Fence(c.Fence), c.Store
@@ -112,11 +114,11 @@ type CellResult struct {
 }
 
 // Runner runs one test; runner.Run in production.
-type Runner func(ctx context.Context, cfg runner.Config, opts runner.Options) (*runner.Report, error)
+type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*rundir.Results, error)
 
 // Run runs every cell runs times, one run at a time (the machine's cores
 // are the cluster's), and judges each cell as soon as its runs are done.
-func Run(ctx context.Context, cells []Cell, runs int, base runner.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
+func Run(ctx context.Context, cells []Cell, runs int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
 	var out []CellResult
 	seed := base.Seed
 	for _, c := range cells {
@@ -142,7 +144,7 @@ func Run(ctx context.Context, cells []Cell, runs int, base runner.Config, opts r
 	return out
 }
 
-func result(cfg runner.Config, rep *runner.Report, err error) RunResult {
+func result(cfg config.Config, rep *rundir.Results, err error) RunResult {
 	r := RunResult{Seed: cfg.Seed, Verdict: checkers.Unknown}
 	if err != nil {
 		r.Error = err.Error()

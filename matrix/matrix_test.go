@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 )
 
@@ -112,9 +114,9 @@ func TestJudge(t *testing.T) {
 }
 
 func TestGridLeavesOutRefusedCombinations(t *testing.T) {
-	base := runner.Config{TTL: runner.Duration(2 * time.Second), TimeLimit: runner.Duration(10 * time.Second), Concurrency: 2,
-		NemesisInterval: runner.Duration(time.Second), FaultDuration: runner.Duration(time.Second),
-		OpTimeout: runner.Duration(time.Second), CheckTimeout: runner.Duration(time.Second), Nodes: 5}
+	base := config.Config{TTL: config.Duration(2 * time.Second), TimeLimit: config.Duration(10 * time.Second), Concurrency: 2,
+		NemesisInterval: config.Duration(time.Second), FaultDuration: config.Duration(time.Second),
+		OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Second), Nodes: 5}
 	cells, skipped := Grid(Axes{Backends: []string{"redis", "redlock", "cas"}, Workloads: []string{"counter"},
 		Nemeses: []string{"pause", "partition"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base)
 	// Fences: redlock and cas have no tokens (4 cells); partition: cas has
@@ -137,13 +139,13 @@ func TestGridLeavesOutRefusedCombinations(t *testing.T) {
 // A run function standing in for runner.Run: the matrix's own logic, not
 // the cluster, is under test here (the e2e tests run the real thing).
 func fakeRun(verdicts map[string]checkers.Verdict) Runner {
-	return func(_ context.Context, cfg runner.Config, _ runner.Options) (*runner.Report, error) {
+	return func(_ context.Context, cfg config.Config, _ runner.Options) (*rundir.Results, error) {
 		c := Cell{cfg.Backend, cfg.Workload, cfg.Nemesis[0], string(cfg.Fence), cfg.Store}
 		v, ok := verdicts[c.Name()]
 		if !ok {
 			return nil, errors.New("no such cell")
 		}
-		rep := &runner.Report{Verdict: v, Dir: "/r/" + c.Name(), Checkers: []checkers.Result{
+		rep := &rundir.Results{Verdict: v, Dir: "/r/" + c.Name(), Checkers: []checkers.Result{
 			{Checker: "progress", Valid: checkers.Valid, Counts: map[string]int64{"sections": 40}},
 		}}
 		if v == checkers.Invalid {
@@ -164,7 +166,7 @@ func TestRunWritesMarkdownAndJUnit(t *testing.T) {
 		cells[0].Name(): checkers.Invalid, // contradicts "safe"
 		cells[1].Name(): checkers.Invalid,
 	})
-	base := runner.Config{TimeLimit: runner.Duration(10 * time.Second)}
+	base := config.Config{TimeLimit: config.Duration(10 * time.Second)}
 	results := Run(context.Background(), cells, 2, base, runner.Options{}, exp, run, new(strings.Builder))
 	if results[0].Outcome != Contradicted || results[1].Outcome != Met || Exit(results) != 1 {
 		t.Fatalf("outcomes %s %s", results[0].Outcome, results[1].Outcome)

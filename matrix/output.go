@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/lockbench/lockbench/rundir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,10 +27,10 @@ func Write(dir string, s Summary) error {
 	if err != nil {
 		return fmt.Errorf("encode matrix.json: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "matrix.json"), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.MatrixJSON), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write matrix.json: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "matrix.md"), []byte(Markdown(dir, s)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.MatrixMarkdown), []byte(Markdown(dir, s)), 0o644); err != nil {
 		return fmt.Errorf("write matrix.md: %w", err)
 	}
 	return nil

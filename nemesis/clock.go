@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// ClockFile is where a Redis node's clock shim reads its offset, and
-// ClockShim the shim itself (see images): LD_PRELOAD of it moves the wall
-// clock that Redis reads, and nothing else on the machine.
+// ClockFile is where a node's clock shim reads its offset, and ClockShim
+// the shim itself (see images): LD_PRELOAD of it moves the wall clock that
+// a C server (Redis) reads, and nothing else on the machine.
 const (
 	ClockFile = "/run/lockbench-clock"
 	ClockShim = "/usr/local/lib/lockbench-clock.so"
@@ -25,8 +25,36 @@ func UnderClock(cmd []string) (env, wrapped []string) {
 	return env, wrapped
 }
 
+// ClockFault is the clock fault's name: a run that asks for it starts the
+// servers that read the wall clock under UnderClock.
+const ClockFault = "clock"
+
+var clockKind = Kind{Name: ClockFault,
+	Needs: func(t Topology) string {
+		switch {
+		case len(t.Service) == 0:
+			return "has no lock-service nodes for clock"
+		case !t.WallClock:
+			return "has no server whose wall clock the clock shim's LD_PRELOAD can move"
+		}
+		return ""
+	},
+	New: func(ctx context.Context, e Env) Fault {
+		return &Clock{Cluster: e.Cluster, Topology: e.Topology, TTL: e.TTL, Missing: shimMissing(ctx, e)}
+	},
+}
+
+// shimMissing says why the clock shim cannot be used, if it cannot: a node
+// image built where no C compiler was has none.
+func shimMissing(ctx context.Context, e Env) string {
+	if _, err := e.Cluster.Exec(ctx, e.Topology.Service[0], "test", "-f", ClockShim); err != nil {
+		return "the node image has no clock shim (no C compiler where it was built)"
+	}
+	return ""
+}
+
 // Clock jumps (bump) or swings back and forth (strobe) the wall clock of
-// Redis nodes by twice the TTL, through the shim: a node whose clock jumps
+// lock-service nodes by twice the TTL, through the shim: a node whose clock jumps
 // ahead expires a held lock early, and another client takes it.
 type Clock struct {
 	Cluster  Cluster
@@ -44,18 +72,10 @@ type Clock struct {
 // Name implements Fault.
 func (c *Clock) Name() string { return "clock" }
 
-// Inapplicable implements Inapplicable.
-func (c *Clock) Inapplicable() string {
-	switch {
-	case len(c.Topology.Service) == 0:
-		return "this backend has no lock-service nodes"
-	case !c.Topology.Redis:
-		return "Go servers (etcd) read the wall clock through the vDSO, which no LD_PRELOAD reaches, and etcd leases run on the monotonic clock: no clock fault can act on them"
-	case c.Missing != "":
-		return c.Missing
-	}
-	return ""
-}
+// Inapplicable implements Inapplicable: whether the fault fits the lock
+// service is settled before the run (clockKind.Needs); what remains is the
+// image.
+func (c *Clock) Inapplicable() string { return c.Missing }
 
 // Inject implements Fault.
 func (c *Clock) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {

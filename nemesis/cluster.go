@@ -27,8 +27,11 @@ type Topology struct {
 	// Independent is set when the service nodes never talk to each other
 	// (Redlock): only cuts between clients and nodes matter there.
 	Independent bool
-	// Redis is set when the service nodes are Redis servers.
-	Redis bool
+	// WallClock is set when the service nodes keep their leases on the
+	// wall clock, read through libc where the clock shim reaches (Redis);
+	// their commands then run under UnderClock when a clock fault is asked
+	// for.
+	WallClock bool
 	// Leader names the node that leads now (etcd's leader, the Redis
 	// primary); nil when the service has none.
 	Leader func(ctx context.Context) (string, error)

@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+var killKind = Kind{Name: "kill", Needs: needsNodes("kill"),
+	New: func(_ context.Context, e Env) Fault {
+		return &Kill{Cluster: e.Cluster, Topology: e.Topology, RestartDelay: e.RestartDelay}
+	},
+}
+
 // Kill SIGKILLs lock-service nodes and starts them again after
 // RestartDelay, as a crash and a supervisor would. A Redis without
 // persistence comes back empty: every lock it held is gone at once.
@@ -22,14 +28,6 @@ type Kill struct {
 
 // Name implements Fault.
 func (k *Kill) Name() string { return "kill" }
-
-// Inapplicable implements Inapplicable.
-func (k *Kill) Inapplicable() string {
-	if len(k.Topology.Service) == 0 {
-		return "this backend has no lock-service nodes"
-	}
-	return ""
-}
 
 // Lasts implements Lasting: a killed node stays down for the restart delay.
 func (k *Kill) Lasts(time.Duration) time.Duration { return k.RestartDelay }

@@ -10,6 +10,24 @@ import (
 	"sync"
 )
 
+var partitionKind = Kind{Name: "partition", NetAdmin: true, Outlived: true, Needs: needsNodes("partition"),
+	New: func(_ context.Context, e Env) Fault {
+		return &Partition{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders}
+	},
+}
+
+var failoverKind = Kind{Name: "failover", NetAdmin: true, Outlived: true,
+	Needs: func(t Topology) string {
+		if len(t.Sentinels) == 0 {
+			return "has no Sentinels to promote a replica: the failover fault needs Redis with Sentinel"
+		}
+		return ""
+	},
+	New: func(_ context.Context, e Env) Fault {
+		return &Partition{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Failover: true}
+	},
+}
+
 // Partition cuts links by dropping packets both ways (INPUT and OUTPUT)
 // inside the network namespace of each node on either side, as a real
 // blackhole does. Its shapes follow Jepsen's (isolate one node, halves,
@@ -37,17 +55,6 @@ func (p *Partition) Name() string {
 		return "failover"
 	}
 	return "partition"
-}
-
-// Inapplicable implements Inapplicable.
-func (p *Partition) Inapplicable() string {
-	switch {
-	case p.Failover && len(p.Topology.Sentinels) == 0:
-		return "failover needs Sentinel: use --backend redis-sentinel"
-	case len(p.Topology.Service) == 0:
-		return "this backend has no lock-service nodes to cut off"
-	}
-	return ""
 }
 
 func (p *Partition) shapes() []string {

@@ -27,6 +27,15 @@ const (
 	TargetAll    = "all"    // every client
 )
 
+var pauseKind = Kind{Name: "pause", Outlived: true,
+	// Clients that take no lock are frozen inside their section: every
+	// backend has clients.
+	Needs: func(Topology) string { return "" },
+	New: func(_ context.Context, e Env) Fault {
+		return &PauseClient{Nodes: e.Cluster, Holders: e.Holders, Clients: e.Topology.Clients, Target: e.PauseTarget}
+	},
+}
+
 // PauseClient freezes clients with SIGSTOP, which stops their renewals too,
 // as a long GC pause or a stalled VM would. A paused holder's lease expires
 // while it sleeps; when it resumes it still believes it holds the lock.
@@ -116,6 +125,10 @@ func healEach(set map[string]bool, heal func(string) error) error {
 	return first
 }
 
+var pauseNodeKind = Kind{Name: "pause-node", Outlived: true, Needs: needsNodes("pause-node"),
+	New: func(_ context.Context, e Env) Fault { return &PauseNode{Cluster: e.Cluster, Topology: e.Topology} },
+}
+
 // PauseNode freezes lock-service nodes whole (docker pause): one, a
 // minority, a majority, or the leader or primary.
 type PauseNode struct {
@@ -128,14 +141,6 @@ type PauseNode struct {
 
 // Name implements Fault.
 func (p *PauseNode) Name() string { return "pause-node" }
-
-// Inapplicable implements Inapplicable.
-func (p *PauseNode) Inapplicable() string {
-	if len(p.Topology.Service) == 0 {
-		return "this backend has no lock-service nodes"
-	}
-	return ""
-}
 
 // Inject implements Fault.
 func (p *PauseNode) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {

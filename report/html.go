@@ -15,6 +15,8 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 //go:embed report.html.tmpl
@@ -48,14 +50,27 @@ type pageData struct {
 	EventsNote                                            string
 	Latency                                               []template.HTML
 	LatencyLegend, ThroughputLegend                       []legendItem
-	Throughput                                            template.HTML
-	BucketNote                                            string
-	Lease                                                 leaseView
-	Config, Run                                           []keyValue
-	Files                                                 []string
+	// CountKeys are the count keys of the checkers table with their
+	// meanings, in order of first appearance.
+	CountKeys   []countItem
+	Throughput  []template.HTML
+	BucketNote  string
+	Lease       leaseView
+	Config, Run []keyValue
+	Files       []string
 }
 
-type checkerRow struct{ Name, Verdict, Summary, Reason, Counts string }
+type checkerRow struct {
+	Name, Verdict, Summary, Reason string
+	Counts                         []countItem
+}
+
+// countItem is one of a checker's counts, with what it tallies.
+type countItem struct {
+	Key     string
+	N       int64
+	Meaning string
+}
 
 type legendItem struct {
 	Class, Label string
@@ -96,7 +111,7 @@ func (an *analysis) writeHTML(w io.Writer) error {
 		Verdict: cmp.Or(string(an.in.Verdict), "not checked"),
 		Events:  len(an.in.History),
 		Notes:   an.in.Notes,
-		Files:   []string{LinearFile, AnomaliesFile, HistoryFile, StoreFile, ResultsFile, TestFile},
+		Files:   []string{rundir.LinearFile, rundir.AnomaliesFile, rundir.HistoryFile, rundir.StoreFile, rundir.ResultsFile, rundir.TestFile},
 	}
 	if an.testErr != nil {
 		d.TestErr = an.testErr.Error()
@@ -108,11 +123,14 @@ func (an *analysis) writeHTML(w io.Writer) error {
 	}
 	d.Duration = history.Seconds(an.end)
 	for _, r := range an.in.Results {
-		counts := make([]string, 0, len(r.Counts))
+		row := checkerRow{Name: r.Checker, Verdict: string(r.Valid), Summary: r.Summary, Reason: r.Reason}
 		for _, k := range slices.Sorted(maps.Keys(r.Counts)) {
-			counts = append(counts, fmt.Sprintf("%s %d", k, r.Counts[k]))
+			row.Counts = append(row.Counts, countItem{k, r.Counts[k], countMeanings[k]})
+			if m, ok := countMeanings[k]; ok && !slices.ContainsFunc(d.CountKeys, func(c countItem) bool { return c.Key == k }) {
+				d.CountKeys = append(d.CountKeys, countItem{Key: k, Meaning: m})
+			}
 		}
-		d.Checkers = append(d.Checkers, checkerRow{Name: r.Checker, Verdict: string(r.Valid), Summary: r.Summary, Reason: r.Reason, Counts: strings.Join(counts, ", ")})
+		d.Checkers = append(d.Checkers, row)
 	}
 	d.Legend = []legendItem{
 		{"hold", "held the lock (token)", "background:" + colHold + ";border:1px solid " + colHoldEdge},
@@ -162,7 +180,7 @@ func (an *analysis) writeHTML(w io.Writer) error {
 	if d.Latency, err = an.latencyPlots(); err != nil {
 		return err
 	}
-	if d.Throughput, err = an.throughputPlot(); err != nil {
+	if d.Throughput, err = an.throughputPlots(); err != nil {
 		return err
 	}
 	if d.Lease, err = an.leaseView(); err != nil {
@@ -271,7 +289,7 @@ func (an *analysis) eventRows(linkMarks bool) ([]eventRow, string) {
 	slices.Sort(idxs)
 	note := ""
 	if len(idxs) > maxEventRows {
-		note = fmt.Sprintf("The anomalies cite %d events; the first %d are listed, %s has them all.", len(idxs), maxEventRows, HistoryFile)
+		note = fmt.Sprintf("The anomalies cite %d events; the first %d are listed, %s has them all.", len(idxs), maxEventRows, rundir.HistoryFile)
 		idxs = idxs[:maxEventRows]
 	}
 	var out []eventRow

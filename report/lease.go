@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"math"
 	"slices"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -100,12 +99,13 @@ type telemetry struct {
 // of the lease was left when it was sent: the newest grant or acknowledged
 // renewal's send time + TTL, less the renewal's send time. The acquire's
 // latency is split at the granting attempt's send time into the wait for
-// the lock and the service's round trip; on etcd the recorded time is the
-// session lease's proof, not the lock request, so there is no split.
+// the lock and the service's round trip; where the lease is a session's
+// (etcd) the recorded time is the session lease's proof, not the lock
+// request, so there is no split.
 func (an *analysis) measure() telemetry {
 	var t telemetry
 	proof := map[string]int64{} // client -> lease proven until (send + TTL)
-	split := an.test.Config.Backend != "etcd"
+	split := !an.in.Lease.Session
 	for _, o := range an.ops {
 		if o.Lone || !o.Done {
 			continue
@@ -226,8 +226,8 @@ func (an *analysis) leaseView() (leaseView, error) {
 // renew every third of the TTL, so a holder frozen just before a renewal
 // has two thirds of it left.
 func (an *analysis) ttlAdvice(t telemetry) []string {
-	ttl, err := time.ParseDuration(an.test.Config.TTL)
-	if err != nil || ttl <= 0 {
+	ttl := an.test.Config.TTL.D()
+	if ttl <= 0 {
 		return []string{"The TTL is not known (test.json), so no sizing advice."}
 	}
 	ttlMs := float64(ttl) / 1e6

@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // leaseRun renders one of the exclusion checker's golden histories as a
@@ -35,7 +38,11 @@ func leasePage(t *testing.T, name, backend string, h []history.Event, log []stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := checkers.Input{History: h, Store: log, Key: "x", Lease: checkers.Lease{Backend: backend, TTL: 2e9, Drift: 0.01}}
+	b, ok := backends.Lookup(backend)
+	if !ok {
+		t.Fatalf("no backend %q", backend)
+	}
+	in := checkers.Input{History: h, Store: log, Key: "x", Lease: b.Lease(2e9)}
 	var rs []checkers.Result
 	for _, c := range checkers.All(0) {
 		rs = append(rs, c.Check(in))
@@ -44,10 +51,10 @@ func leasePage(t *testing.T, name, backend string, h []history.Event, log []stor
 		verdict = checkers.Overall(rs)
 	}
 	out := t.TempDir()
-	if err := Write(out, Input{Test: test, History: h, Store: log, Results: rs, Verdict: verdict, Key: "x"}); err != nil {
+	if err := Write(out, Input{Test: test, History: h, Store: log, Results: rs, Verdict: verdict, Key: "x", Lease: in.Lease}); err != nil {
 		t.Fatal(err)
 	}
-	return readFile(t, out, HTMLFile)
+	return readFile(t, out, rundir.HTMLFile)
 }
 
 func TestLeaseSection(t *testing.T) {

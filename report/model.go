@@ -7,27 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
-)
 
-// testFile is the part of test.json the report reads by name.
-type testFile struct {
-	Name   string    `json:"name"`
-	RunID  string    `json:"run_id"`
-	Start  time.Time `json:"start"`
-	Config struct {
-		Backend  string   `json:"backend"`
-		Workload string   `json:"workload"`
-		Nemesis  []string `json:"nemesis"`
-		Fence    string   `json:"fence"`
-		Seed     int64    `json:"seed"`
-		TTL      string   `json:"ttl"`
-	} `json:"config"`
-}
+	"github.com/lockbench/lockbench/rundir"
+)
 
 // outcome is what became of a read or a write, as the timeline colours it.
 type outcome string
@@ -83,10 +69,16 @@ type lane struct {
 // fault is a window the nemesis had a fault in force: from its start's info
 // to its stop's info, as recorded.
 type fault struct {
-	kind               string
-	targets            []string
-	start, end         int64
-	stopCall           int64 // when the nemesis began healing it; 0 if never
+	kind    string
+	targets []string
+	start   int64
+	// end is when the nemesis began healing the fault, the one end every
+	// page shows: its target can act again from then on (a resumed
+	// client may write before the heal is recorded as done), so a window
+	// ending at the heal's completion would hold writes made after it.
+	// A fault never healed ends with the history.
+	end                int64
+	stopping           bool // the nemesis began healing it
 	startIdx           int64
 	healed             bool
 	description, title string
@@ -125,7 +117,7 @@ type incident struct {
 // analysis is a run digested for drawing and telling.
 type analysis struct {
 	in       Input
-	test     testFile
+	test     rundir.Test
 	testErr  error
 	end      int64
 	ops      []history.Op
@@ -161,9 +153,9 @@ func analyze(in Input) *analysis {
 		storeSeq: make(map[int64]store.Entry, len(in.Store)),
 	}
 	if len(in.Test) == 0 {
-		an.testErr = fmt.Errorf("no %s", TestFile)
+		an.testErr = fmt.Errorf("no %s", rundir.TestFile)
 	} else if err := json.Unmarshal(in.Test, &an.test); err != nil {
-		an.testErr = fmt.Errorf("%s: %w", TestFile, err)
+		an.testErr = fmt.Errorf("%s: %w", rundir.TestFile, err)
 	}
 	for _, e := range in.History {
 		an.byIndex[e.Index] = e
@@ -318,8 +310,8 @@ func (an *analysis) buildFaults() {
 			an.markOf[e.Index] = faultID(e.Index)
 		case e.F == history.Stop && e.Type == history.Invoke:
 			for _, i := range open {
-				if an.faults[i].kind == e.Fault && an.faults[i].stopCall == 0 {
-					an.faults[i].stopCall = e.Time
+				if f := &an.faults[i]; f.kind == e.Fault && !f.stopping {
+					f.end, f.stopping = max(e.Time, f.start), true
 				}
 			}
 		case e.F == history.Stop && e.Type == history.Info:
@@ -329,7 +321,10 @@ func (an *analysis) buildFaults() {
 				if f.kind != e.Fault {
 					return false
 				}
-				f.end, f.healed = max(e.Time, f.start), true
+				if !f.stopping {
+					f.end = max(e.Time, f.start)
+				}
+				f.healed = true
 				an.markOf[e.Index] = faultID(f.startIdx)
 				return true
 			})
@@ -337,9 +332,6 @@ func (an *analysis) buildFaults() {
 	}
 	for i := range an.faults {
 		f := &an.faults[i]
-		if f.stopCall == 0 {
-			f.stopCall = f.end
-		}
 		f.description = strings.TrimSpace(f.kind + " " + strings.Join(f.targets, ","))
 		healed := "healed at " + history.Seconds(f.end)
 		if !f.healed {

@@ -200,38 +200,53 @@ func (an *analysis) latencyPlots() ([]template.HTML, error) {
 	return out, nil
 }
 
-// throughputPlot draws completed operations per second by outcome.
-func (an *analysis) throughputPlot() (template.HTML, error) {
+// throughputPlots draws, per operation type, the operations completed
+// per second by outcome: a fault shows as acquires failing or hanging
+// while reads and writes stop, which one plot of all types would blur.
+func (an *analysis) throughputPlots() ([]template.HTML, error) {
 	width := bucketWidth(an.end)
 	n := int(float64(an.end)/1e9/width) + 1
-	counts := map[history.Type][]float64{history.OK: make([]float64, n), history.Fail: make([]float64, n), history.Info: make([]float64, n)}
+	counts := map[string]map[history.Type][]float64{}
 	for _, o := range an.ops {
 		if o.Lone || !o.Done {
 			continue
 		}
-		if c, ok := counts[o.Type]; ok {
+		if counts[o.F] == nil {
+			counts[o.F] = map[history.Type][]float64{history.OK: make([]float64, n), history.Fail: make([]float64, n), history.Info: make([]float64, n)}
+		}
+		if c, ok := counts[o.F][o.Type]; ok {
 			c[min(int(float64(o.Ret.Time)/1e9/width), n-1)]++
 		}
 	}
-	p := an.newPlot("throughput", "completed operations per second")
-	for _, s := range []struct {
-		typ   history.Type
-		color string
-	}{{history.Info, colInfo}, {history.Fail, colFail}, {history.OK, colOKs}} {
-		var xys plotter.XYs
-		for i, c := range counts[s.typ] {
-			xys = append(xys, plotter.XY{X: (float64(i) + 0.5) * width, Y: c / width})
+	var out []template.HTML
+	for _, f := range []string{history.Acquire, history.Read, history.Write, history.Release} {
+		p := an.newPlot(f+" throughput", "completed per second")
+		if counts[f] == nil {
+			p.Title.Text += ": no operations"
 		}
-		if err := addLine(p, xys, rgb(s.color)); err != nil {
-			return "", fmt.Errorf("throughput: %w", err)
+		for _, s := range []struct {
+			typ   history.Type
+			color string
+		}{{history.Info, colInfo}, {history.Fail, colFail}, {history.OK, colOKs}} {
+			var xys plotter.XYs
+			for i, c := range counts[f][s.typ] {
+				xys = append(xys, plotter.XY{X: (float64(i) + 0.5) * width, Y: c / width})
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			if err := addLine(p, xys, rgb(s.color)); err != nil {
+				return nil, fmt.Errorf("%s throughput: %w", f, err)
+			}
 		}
+		p.Y.Min = 0
+		svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch)
+		if err != nil {
+			return nil, fmt.Errorf("%s throughput: %w", f, err)
+		}
+		out = append(out, svg)
 	}
-	p.Y.Min = 0
-	svg, err := renderSVG(p, 12.8*vg.Inch, 2.8*vg.Inch)
-	if err != nil {
-		return "", fmt.Errorf("throughput: %w", err)
-	}
-	return svg, nil
+	return out, nil
 }
 
 // addLine draws a series; the page's legend names it, so that no legend

@@ -5,7 +5,8 @@
 // told as a story, with a sequence diagram).
 //
 // The package does not import runner, which calls it: Write takes what the
-// runner has already parsed, and Load reads the same from a run's files.
+// runner has already parsed, and Load reads the same from a run's files,
+// whose names and schemas are rundir's.
 package report
 
 import (
@@ -22,18 +23,8 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
-)
 
-// Files of a run's directory that the report reads (the same names as
-// runner's) and writes.
-const (
-	TestFile      = "test.json"
-	HistoryFile   = "history.jsonl"
-	StoreFile     = "store.log"
-	ResultsFile   = "results.json"
-	HTMLFile      = "report.html"
-	LinearFile    = "linear.html"
-	AnomaliesFile = "anomalies.md"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // DefaultLinearTimeout bounds the search behind linear.html when
@@ -54,17 +45,11 @@ type Input struct {
 	Notes []string
 	// Key is the counter's key; "" takes every key.
 	Key string
+	// Lease is the lease model the run's lock was judged by.
+	Lease checkers.Lease
 	// LinearTimeout bounds porcupine's search for linear.html; zero means
 	// DefaultLinearTimeout.
 	LinearTimeout time.Duration
-}
-
-// results is the part of results.json the report needs.
-type results struct {
-	Verdict  checkers.Verdict  `json:"verdict"`
-	Evidence string            `json:"evidence"`
-	Checkers []checkers.Result `json:"checkers"`
-	Notes    []string          `json:"notes"`
 }
 
 // Load reads a stored run, for re-rendering its report without re-checking
@@ -73,35 +58,31 @@ type results struct {
 func Load(dir, key string) (Input, error) {
 	in := Input{Key: key}
 	var err error
-	if in.Test, err = os.ReadFile(filepath.Join(dir, TestFile)); err != nil {
+	if in.Test, err = os.ReadFile(filepath.Join(dir, rundir.TestFile)); err != nil {
 		return in, fmt.Errorf("not a lockbench run: %w", err)
 	}
-	in.History, err = history.DecodeFile(filepath.Join(dir, HistoryFile))
+	in.History, err = history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if errors.Is(err, history.ErrTruncated) {
 		in.Notes = append(in.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
 	} else if err != nil {
 		return in, fmt.Errorf("load %s: %w", dir, err)
 	}
 	// A run cut short may lack the store's log; its history still shows.
-	switch in.Store, err = store.ReadLogFile(filepath.Join(dir, StoreFile)); {
+	switch in.Store, err = store.ReadLogFile(filepath.Join(dir, rundir.StoreFile)); {
 	case errors.Is(err, os.ErrNotExist):
-		in.Notes = append(in.Notes, "no "+StoreFile+": the store's decisions are not shown")
+		in.Notes = append(in.Notes, "no "+rundir.StoreFile+": the store's decisions are not shown")
 	case err != nil:
 		return in, fmt.Errorf("load %s: %w", dir, err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	res, err := rundir.ReadResults(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		in.Notes = append(in.Notes, "the run has not been checked: no "+ResultsFile)
+		in.Notes = append(in.Notes, "the run has not been checked: no "+rundir.ResultsFile)
 		return in, nil
 	}
 	if err != nil {
 		return in, fmt.Errorf("load %s: %w", dir, err)
 	}
-	var res results
-	if err := json.Unmarshal(data, &res); err != nil {
-		return in, fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
-	}
-	in.Verdict, in.Results = res.Verdict, res.Checkers
+	in.Verdict, in.Results, in.Lease = res.Verdict, res.Checkers, res.Lease
 	in.Notes = append(in.Notes, res.Notes...)
 	return in, nil
 }
@@ -114,7 +95,7 @@ func Write(dir string, in Input) error {
 	var page bytes.Buffer
 	draw := func(in Input) error {
 		page.Reset()
-		return recovered(HTMLFile, func() error {
+		return recovered(rundir.HTMLFile, func() error {
 			an = analyze(in)
 			return an.writeHTML(&page)
 		})
@@ -126,22 +107,22 @@ func Write(dir string, in Input) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, HTMLFile), page.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.HTMLFile), page.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	var lin bytes.Buffer
-	if err := recovered(LinearFile, func() error { return an.writeLinear(&lin) }); err != nil {
+	if err := recovered(rundir.LinearFile, func() error { return an.writeLinear(&lin) }); err != nil {
 		lin.Reset()
-		fmt.Fprintf(&lin, "<!doctype html><title>%s</title><p>%s</p>\n", LinearFile, html.EscapeString(err.Error()))
+		fmt.Fprintf(&lin, "<!doctype html><title>%s</title><p>%s</p>\n", rundir.LinearFile, html.EscapeString(err.Error()))
 	}
-	if err := os.WriteFile(filepath.Join(dir, LinearFile), lin.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.LinearFile), lin.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	var md []byte
-	if err := recovered(AnomaliesFile, func() error { md = an.markdown(); return nil }); err != nil {
+	if err := recovered(rundir.AnomaliesFile, func() error { md = an.markdown(); return nil }); err != nil {
 		md = []byte(err.Error() + "\n")
 	}
-	if err := os.WriteFile(filepath.Join(dir, AnomaliesFile), md, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.AnomaliesFile), md, 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

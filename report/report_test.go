@@ -13,6 +13,8 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // The test data are two real runs: testdata/invalid (no fence: c3, paused
@@ -72,7 +74,7 @@ func checkSelfContained(t *testing.T, page string) {
 
 func TestWriteInvalidRun(t *testing.T) {
 	dir := writeRun(t, "invalid")
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	checkSelfContained(t, page)
 
 	overview := between(t, page, `id="ov-timeline"`, "</svg>")
@@ -117,11 +119,16 @@ func TestWriteInvalidRun(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if n := strings.Count(page, `<svg class="plot"`); n != 5 {
-		t.Errorf("page has %d plots, want 4 latency and 1 throughput", n)
+	if n := strings.Count(page, `<svg class="plot"`); n != 8 {
+		t.Errorf("page has %d plots, want latency and throughput for each of 4 operation types", n)
+	}
+	for _, f := range []string{"acquire", "read", "write", "release"} {
+		if !strings.Contains(page, f+" throughput") {
+			t.Errorf("no throughput plot of %s", f)
+		}
 	}
 
-	md := readFile(t, dir, AnomaliesFile)
+	md := readFile(t, dir, rundir.AnomaliesFile)
 	for _, want := range []string{"c3 acquired token 46", "c3 read 45", "the nemesis paused c3 for 4.0 s", "c1 acquired token 68",
 		"c3 learned its lease was lost", "the store accepted c3's write of 46 over 66", "token 68 from c1",
 		"a regression", "erasing 21 increments, 21 acknowledged", "c3's acknowledged write of 46 (token 46, store seq 134, 9.684 s) is not in the final value"} {
@@ -142,7 +149,7 @@ func TestWriteInvalidRun(t *testing.T) {
 		t.Error("the diagram does not show the pause")
 	}
 
-	lin := readFile(t, dir, LinearFile)
+	lin := readFile(t, dir, rundir.LinearFile)
 	for _, want := range []string{"c3 t46: read 45, wrote 46", `"Tag":"nemesis"`, "lease lost (token 46)"} {
 		if !strings.Contains(lin, want) {
 			t.Errorf("linear.html lacks %q", want)
@@ -152,7 +159,7 @@ func TestWriteInvalidRun(t *testing.T) {
 
 func TestWriteValidRun(t *testing.T) {
 	dir := writeRun(t, "valid")
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	checkSelfContained(t, page)
 	overview := between(t, page, `id="ov-timeline"`, "</svg>")
 	if n := strings.Count(overview, `<g class="lane"`); n != 5 {
@@ -169,18 +176,18 @@ func TestWriteValidRun(t *testing.T) {
 	if strings.Contains(page, `id="anomaly-table"`) {
 		t.Error("a valid run has an anomaly table")
 	}
-	md := readFile(t, dir, AnomaliesFile)
+	md := readFile(t, dir, rundir.AnomaliesFile)
 	if body := strings.TrimSpace(md[strings.Index(md, "\n"):]); strings.Count(body, "\n") != 0 || !strings.HasPrefix(body, "No anomalies") {
 		t.Errorf("anomalies.md of a valid run should say so in one line, got:\n%s", md)
 	}
-	if lin := readFile(t, dir, LinearFile); !strings.Contains(lin, "c3 t49: read 48, write 49 rejected") {
+	if lin := readFile(t, dir, rundir.LinearFile); !strings.Contains(lin, "c3 t49: read 48, write 49 rejected") {
 		t.Error("linear.html lacks the rejected section")
 	}
 }
 
 func TestLoadUncheckedRun(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{TestFile, HistoryFile, StoreFile} {
+	for _, f := range []string{rundir.TestFile, rundir.HistoryFile, rundir.StoreFile} {
 		data, err := os.ReadFile(filepath.Join("testdata", "invalid", f))
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +206,7 @@ func TestLoadUncheckedRun(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	if page := readFile(t, dir, HTMLFile); !strings.Contains(page, "not checked") {
+	if page := readFile(t, dir, rundir.HTMLFile); !strings.Contains(page, "not checked") {
 		t.Error("the page does not say the run was not checked")
 	}
 }
@@ -210,10 +217,10 @@ func TestWriteEmptyRun(t *testing.T) {
 	if err := Write(dir, Input{Notes: []string{"the harness failed"}}); err != nil {
 		t.Fatal(err)
 	}
-	if page := readFile(t, dir, HTMLFile); !strings.Contains(page, "test configuration unreadable") || !strings.Contains(page, "the harness failed") {
+	if page := readFile(t, dir, rundir.HTMLFile); !strings.Contains(page, "test configuration unreadable") || !strings.Contains(page, "the harness failed") {
 		t.Error("the page does not explain the missing configuration and notes")
 	}
-	if md := readFile(t, dir, AnomaliesFile); !strings.Contains(md, "No anomalies") {
+	if md := readFile(t, dir, rundir.AnomaliesFile); !strings.Contains(md, "No anomalies") {
 		t.Errorf("anomalies.md: %s", md)
 	}
 }
@@ -232,11 +239,11 @@ func TestCountOnlyAnomaly(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	if !strings.Contains(page, "Incident 1: missing-increments") || strings.Contains(page, `id="incident-1-timeline"`) {
 		t.Error("a count-only anomaly should be an incident without a zoomed timeline")
 	}
-	md := readFile(t, dir, AnomaliesFile)
+	md := readFile(t, dir, rundir.AnomaliesFile)
 	if !strings.Contains(md, "## Incident 1: missing-increments") || len(mermaidBlocks(md)) != 0 {
 		t.Errorf("anomalies.md:\n%s", md)
 	}
@@ -254,8 +261,12 @@ func TestTokenlessRuns(t *testing.T) {
 		noLock bool
 		want   []string
 	}{
-		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134"}},
-		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134"}},
+		{"no-tokens", false, []string{"c3 acquired the lock", "c3 read 45", "the nemesis paused c3", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134",
+			"## Incident 1: c3 wrote 46 after a 4.0 s pause: accepted at 9.684 s"}},
+		{"no-lock", true, []string{"c3 read 45", "the nemesis paused c3", "c4 wrote 46 (accepted)", "c3 wrote 46.", "a regression, taking the value back from 66 to 46", "c3's acknowledged write of 46 (store seq 134",
+			// Without a lock no holding says when c3's turn began, and the
+			// pause was over when it wrote.
+			"## Incident 1: c3 wrote 46: accepted at 9.684 s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := base
@@ -282,11 +293,11 @@ func TestTokenlessRuns(t *testing.T) {
 			if err := Write(dir, in); err != nil {
 				t.Fatal(err)
 			}
-			md := readFile(t, dir, AnomaliesFile)
+			md := readFile(t, dir, rundir.AnomaliesFile)
 			if n := strings.Count(md, "\n## Incident"); n != 2 {
 				t.Errorf("%d incidents, want one per stale write (2):\n%s", n, md)
 			}
-			for _, want := range append(c.want, "## Incident 1: c3 wrote 46 at 9.684 s: accepted") {
+			for _, want := range c.want {
 				if !strings.Contains(md, want) {
 					t.Errorf("anomalies.md lacks %q", want)
 				}
@@ -299,7 +310,7 @@ func TestTokenlessRuns(t *testing.T) {
 					t.Errorf("lock service in the diagram: %v, want %v", uses, !c.noLock)
 				}
 			}
-			checkSelfContained(t, readFile(t, dir, HTMLFile))
+			checkSelfContained(t, readFile(t, dir, rundir.HTMLFile))
 		})
 	}
 }
@@ -494,7 +505,7 @@ func TestLargeHistoryStaysSmall(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	for name, limit := range map[string]int64{HTMLFile: 10 << 20, LinearFile: 64 << 10, AnomaliesFile: 2 << 20} {
+	for name, limit := range map[string]int64{rundir.HTMLFile: 10 << 20, rundir.LinearFile: 64 << 10, rundir.AnomaliesFile: 2 << 20} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -504,17 +515,17 @@ func TestLargeHistoryStaysSmall(t *testing.T) {
 			t.Errorf("%s is %d bytes, want under %d", name, fi.Size(), limit)
 		}
 	}
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	if !strings.Contains(page, `id="overview-aggregated"`) {
 		t.Error("the page does not say the overview is aggregated")
 	}
 	if n := strings.Count(between(t, page, `id="ov-timeline"`, "</svg>"), `<g class="lane"`); n != 10 {
 		t.Errorf("overview has %d lanes, want 10", n)
 	}
-	if lin := readFile(t, dir, LinearFile); !strings.Contains(lin, "critical sections") || strings.Contains(lin, "<script") {
+	if lin := readFile(t, dir, rundir.LinearFile); !strings.Contains(lin, "critical sections") || strings.Contains(lin, "<script") {
 		t.Error("linear.html should explain why porcupine's page was not drawn")
 	}
-	for _, b := range mermaidBlocks(readFile(t, dir, AnomaliesFile)) {
+	for _, b := range mermaidBlocks(readFile(t, dir, rundir.AnomaliesFile)) {
 		if err := validateMermaid(b); err != nil {
 			t.Errorf("invalid mermaid: %v", err)
 		}
@@ -592,7 +603,7 @@ func TestWriteSurvivesBadInput(t *testing.T) {
 	if err := Write(dir, in); err != nil {
 		t.Fatal(err)
 	}
-	page := readFile(t, dir, HTMLFile)
+	page := readFile(t, dir, rundir.HTMLFile)
 	if !strings.Contains(page, "1 stale write accepted") {
 		t.Error("the page lost the verdict")
 	}
@@ -600,12 +611,55 @@ func TestWriteSurvivesBadInput(t *testing.T) {
 		t.Error("a drawing failure is not explained")
 	}
 	// Whatever Write drew, it drew all three files.
-	for _, f := range []string{LinearFile, AnomaliesFile} {
+	for _, f := range []string{rundir.LinearFile, rundir.AnomaliesFile} {
 		readFile(t, dir, f)
 	}
 	// A forced failure shows as the note.
 	err := recovered("x.html", func() error { var m map[string]int; m["a"]++; return nil })
 	if err == nil || !strings.Contains(err.Error(), "drawing x.html failed") {
 		t.Errorf("a panic while drawing gave %v", err)
+	}
+}
+
+// An incident's headline names the fault and the newer token, and a fault
+// window ends at one time on every page: the story's resume, the
+// timeline's tooltip and the anomalies page agree.
+func TestHeadlineAndFaultEnd(t *testing.T) {
+	dir := writeRun(t, "invalid")
+	md, page := readFile(t, dir, rundir.AnomaliesFile), readFile(t, dir, rundir.HTMLFile)
+	headline := "c3 wrote 46 with stale token 46 after a 4.0 s pause; c1 already held token 68: accepted at 9.684 s"
+	if !strings.Contains(md, "## Incident 1: "+headline) || !strings.Contains(page, headline) {
+		t.Errorf("the headline %q is missing", headline)
+	}
+	if !strings.Contains(md, "**9.663 s** the nemesis resumed c3") || !strings.Contains(page, "pause c3 from 5.663 s for 4.0 s, healed at 9.663 s") {
+		t.Error("the first pause does not end at 9.663 s on both pages")
+	}
+	if strings.Contains(page, "healed at 9.686 s") {
+		t.Error("the tooltip still ends the pause when its heal was recorded")
+	}
+}
+
+// Every count key the checkers report is explained on the page.
+func TestCountKeysExplained(t *testing.T) {
+	for _, run := range []string{"invalid", "valid"} {
+		in, err := Load(filepath.Join("testdata", run), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range checkers.All(time.Minute) {
+			for k := range ch.Check(checkers.Input{History: in.History, Store: in.Store, Key: "x"}).Counts {
+				if countMeanings[k] == "" {
+					t.Errorf("%s's count %q has no meaning in countMeanings", ch.Name(), k)
+				}
+			}
+		}
+	}
+	page := readFile(t, writeRun(t, "invalid"), rundir.HTMLFile)
+	if !strings.Contains(page, `<span title="writes the store accepted although it had already seen a newer token">stale_accepted 2</span>`) ||
+		!strings.Contains(page, `<dt>stale_accepted</dt>`) {
+		t.Error("the checkers table does not explain its counts")
+	}
+	if !strings.Contains(page, "<b>t46</b> on a bar is the holding") {
+		t.Error("the timeline's labels are not explained")
 	}
 }

@@ -86,9 +86,9 @@ func (an *analysis) tell(inc *incident) {
 		}
 		add(f.start, fmt.Sprintf("the nemesis %s for %s", began, seconds(f.end-f.start)),
 			fmt.Sprintf("Note over %s: %s by the nemesis at %s for %s", id, mermaidText(what), secondsPlain(f.start), seconds(f.end-f.start)))
-		if f.healed && f.stopCall <= decisive {
-			add(f.stopCall, "the nemesis "+ended,
-				fmt.Sprintf("Note over %s: %s at %s", id, mermaidText(strings.TrimSuffix(ended, " "+c)), secondsPlain(f.stopCall)))
+		if f.healed && f.end <= decisive {
+			add(f.end, "the nemesis "+ended,
+				fmt.Sprintf("Note over %s: %s at %s", id, mermaidText(strings.TrimSuffix(ended, " "+c)), secondsPlain(f.end)))
 		}
 	}
 	if h != nil {
@@ -395,20 +395,42 @@ func markSeq(id string, m *mark) []string {
 	return []string{fmt.Sprintf("%s->>%s: write %s%s", id, storeID, v, withToken(m.token)), fmt.Sprintf("%s-->>%s: %s", storeID, id, m.outcome)}
 }
 
+// title is the incident's headline: who wrote what with which token, the
+// fault that put the writer in that position, and, for a stale write, who
+// already held the newer token.
 func (an *analysis) title(inc *incident) string {
 	if m := inc.write; m != nil {
-		stale, at := "", m.call
+		at, newer := m.call, ""
+		stale := false
 		if e, ok := an.storeReq[m.req]; ok {
 			at = e.Time
 			if e.MaxToken > m.token {
-				stale = "stale "
+				stale = true
+				newer = fmt.Sprintf("token %d", e.MaxToken)
+				if from := an.newestFrom(inc); from != "" {
+					newer = fmt.Sprintf("%s already held token %d", from, e.MaxToken)
+				} else {
+					newer = "the store had already seen " + newer
+				}
 			}
 		}
-		token := ""
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s wrote %s", inc.client, m.shown())
 		if m.token > 0 {
-			token = fmt.Sprintf(" with %stoken %d", stale, m.token)
+			fmt.Fprintf(&b, " with %stoken %d", map[bool]string{true: "stale "}[stale], m.token)
 		}
-		return fmt.Sprintf("%s wrote %s%s at %s: %s", inc.client, m.shown(), token, history.Seconds(at), m.outcome)
+		if f := an.faultOn(inc.client, an.holdStart(inc.client, m.token, m.call), m.call); f != nil {
+			if m.call >= f.end {
+				fmt.Fprintf(&b, " after a %s %s", seconds(f.end-f.start), f.kind)
+			} else {
+				fmt.Fprintf(&b, " during a %s", f.kind)
+			}
+		}
+		if newer != "" {
+			b.WriteString("; " + newer)
+		}
+		fmt.Fprintf(&b, ": %s at %s", m.outcome, history.Seconds(at))
+		return b.String()
 	}
 	if len(inc.rows) > 0 {
 		a := inc.rows[0].a
@@ -418,6 +440,42 @@ func (an *analysis) title(inc *incident) string {
 		return a.Kind
 	}
 	return inc.client
+}
+
+// faultOn is the fault that can have made client c's write at t late: the
+// last one aimed at c that began while c held the lock it wrote under
+// (hold from holdStart), or, when no holding is known (a run without a
+// lock), one still in force at t.
+func (an *analysis) faultOn(c string, holdStart, t int64) *fault {
+	var last *fault
+	for i := range an.faults {
+		f := &an.faults[i]
+		if !slices.Contains(f.targets, c) || f.start > t {
+			continue
+		}
+		if holdStart >= 0 && f.start >= holdStart || holdStart < 0 && f.end >= t {
+			last = f
+		}
+	}
+	return last
+}
+
+// holdStart is when c acquired the lock it wrote under at t: the holding
+// with the write's token, or without tokens the last one begun by t; -1
+// when no holding is recorded.
+func (an *analysis) holdStart(c string, token, t int64) int64 {
+	start := int64(-1)
+	if l := an.lanes[c]; l != nil {
+		for _, h := range l.holds {
+			switch {
+			case token > 0 && h.token == token:
+				return h.start
+			case token <= 0 && h.start <= t:
+				start = h.start
+			}
+		}
+	}
+	return start
 }
 
 func value(v *int64) string {

@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // The benchmarks below start real containers: they measure the harness
@@ -66,34 +69,44 @@ func benchSetup(b *testing.B) (*clusters.Engine, string) {
 	return eng, benchImage
 }
 
-func benchConfig(backend string) Config {
+func benchConfig(backend string) config.Config {
 	cfg := validConfig()
 	cfg.Backend, cfg.Nemesis, cfg.Nodes = backend, []string{"none"}, 5
-	if err := cfg.Validate(); err != nil {
+	if err := Validate(&cfg); err != nil {
 		panic(err)
 	}
 	return cfg
 }
 
 // BenchmarkBringUp times starting a backend's nodes until they are ready
-// (and, for etcd, healthy) plus tearing them down, against the floor of
-// starting and removing the same containers without waiting for anything.
+// (and the whole service healthy, where it has a check) plus tearing them
+// down, against the floor of starting and removing the same containers
+// without waiting for anything.
 func BenchmarkBringUp(b *testing.B) {
 	eng, image := benchSetup(b)
-	for _, backend := range []string{"redis", "redlock", "etcd"} {
-		b.Run(backend, func(b *testing.B) {
-			cfg := benchConfig(backend)
+	for _, backend := range backends.All {
+		cfg := benchConfig(backend.Name())
+		layout := backend.Layout(&cfg)
+		if len(layout.Services) == 0 {
+			continue
+		}
+		// Built before the clock starts, as a run builds it before its
+		// cluster; ours and the floor then start the same containers.
+		if _, err := ensureImages(context.Background(), eng, layout.Services, images.Options{
+			Method: images.Auto, Mirror: "http://deb.debian.org/debian", Log: io.Discard}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(backend.Name(), func(b *testing.B) {
 			var ours, floor time.Duration
 			for i := 0; i < b.N; i++ {
 				ours += timeIt(b, func() {
 					c := newBenchCluster(b, eng, image)
 					r := &run{cfg: cfg, cluster: c}
-					services := backends[backend].services(&cfg)
-					if err := r.start(context.Background(), services); err != nil {
+					if err := r.start(context.Background(), layout.Services); err != nil {
 						b.Fatal(err)
 					}
-					if ready := backends[backend].ready; ready != nil {
-						if _, err := c.WaitReady(context.Background(), services[0].node.Name, time.Minute, ready(&cfg)...); err != nil {
+					if layout.Ready != nil {
+						if _, err := c.WaitReady(context.Background(), layout.Services[0].Node.Name, time.Minute, layout.Ready...); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -102,8 +115,8 @@ func BenchmarkBringUp(b *testing.B) {
 				floor += timeIt(b, func() {
 					c := newBenchCluster(b, eng, image)
 					var nodes []clusters.Node
-					for _, s := range backends[backend].services(&cfg) {
-						nodes = append(nodes, s.node)
+					for _, s := range layout.Services {
+						nodes = append(nodes, s.Node)
 					}
 					if err := c.StartAll(context.Background(), nodes); err != nil {
 						b.Fatal(err)
@@ -140,7 +153,7 @@ func downBench(b *testing.B, c *clusters.Cluster) {
 }
 
 // runBench runs one whole test as `lockbench run` would.
-func runBench(b *testing.B, cfg Config) *Report {
+func runBench(b *testing.B, cfg config.Config) *rundir.Results {
 	b.Helper()
 	benchSetup(b)
 	rep, err := Run(context.Background(), cfg, Options{
@@ -162,8 +175,8 @@ func BenchmarkLockCycles(b *testing.B) {
 	const window = 5 * time.Second
 	var ours, floor []float64
 	for i := 0; i < b.N; i++ {
-		cfg := benchConfig("redis")
-		cfg.Concurrency, cfg.WorkMax, cfg.TimeLimit = 1, 0, Duration(window)
+		cfg := benchConfig(backends.Redis{}.Name())
+		cfg.Concurrency, cfg.WorkMax, cfg.TimeLimit = 1, 0, config.Duration(window)
 		rep := runBench(b, cfg)
 		for _, r := range rep.Checkers {
 			if r.Checker == "progress" {
@@ -173,7 +186,7 @@ func BenchmarkLockCycles(b *testing.B) {
 
 		c := newBenchCluster(b, eng, image)
 		r := &run{cfg: cfg, cluster: c}
-		if err := r.start(context.Background(), backends["redis"].services(&cfg)); err != nil {
+		if err := r.start(context.Background(), backends.Redis{}.Layout(&cfg).Services); err != nil {
 			b.Fatal(err)
 		}
 		if err := c.Start(context.Background(), clusters.Node{Name: "floor", Role: "client",
@@ -204,10 +217,10 @@ func BenchmarkTimeToFirstAnomaly(b *testing.B) {
 	var first, floors []float64
 	missed := 0
 	for i := 0; i < b.N; i++ {
-		cfg := benchConfig("redis")
-		cfg.Nemesis, cfg.TimeLimit, cfg.Seed = []string{"pause"}, Duration(20*time.Second), int64(100+i)
+		cfg := benchConfig(backends.Redis{}.Name())
+		cfg.Nemesis, cfg.TimeLimit, cfg.Seed = []string{"pause"}, config.Duration(20*time.Second), int64(100+i)
 		rep := runBench(b, cfg)
-		events, err := history.DecodeFile(filepath.Join(rep.Dir, HistoryFile))
+		events, err := history.DecodeFile(filepath.Join(rep.Dir, rundir.HistoryFile))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,108 +1,88 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/store"
 )
-
-// ResultsSchema is the version of results.json's layout; it grows when a
-// field changes meaning or goes away, so that tools reading stored runs can
-// tell which they have.
-const ResultsSchema = 1
-
-// Report is results.json: the verdict of every checker on one run.
-type Report struct {
-	Dir    string `json:"-"`
-	Schema int    `json:"schema"`
-	// Lockbench is the version of the lockbench that judged the run, which
-	// may be newer than the one that ran it (test.json's).
-	Lockbench string            `json:"lockbench"`
-	Test      string            `json:"test"`
-	Seed      int64             `json:"seed"`
-	Verdict   checkers.Verdict  `json:"verdict"`
-	Checkers  []checkers.Result `json:"checkers"`
-	// Evidence qualifies a valid verdict whose faults never reached a
-	// holder (checkers.WeakEvidence); empty otherwise.
-	Evidence string    `json:"evidence,omitempty"`
-	Events   int       `json:"events"`
-	Notes    []string  `json:"notes,omitempty"`
-	Checked  time.Time `json:"checked"`
-}
-
-// ErrNotARun marks a directory that holds no readable run.
-var ErrNotARun = errors.New("not a lockbench run")
 
 // IsBadInput reports whether err is about the files handed to Check rather
 // than about the harness: a path that holds no run, or a history or store
 // log no run can have recorded. Such input is refused, never judged.
 func IsBadInput(err error) bool {
-	return errors.Is(err, ErrNotARun) || errors.Is(err, history.ErrMalformed) || errors.Is(err, store.ErrMalformed)
+	return errors.Is(err, rundir.ErrNotARun) || errors.Is(err, history.ErrMalformed) || errors.Is(err, store.ErrMalformed)
 }
 
 // Check runs every checker on the run stored in dir and writes results.json.
 // It needs nothing but the directory's files.
-func Check(dir string, linearTimeout time.Duration) (*Report, error) {
-	test, data, err := ReadTest(dir)
+func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
+	test, data, err := rundir.ReadTest(dir)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Dir: dir, Schema: ResultsSchema, Lockbench: Version(), Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
+	rep := &rundir.Results{Dir: dir, Schema: rundir.ResultsSchema, Lockbench: Version(), Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
 	events, err := timeOrdered(dir)
 	if errors.Is(err, history.ErrTruncated) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
 	} else if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, HistoryFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
-	log, err := store.ReadLogFile(filepath.Join(dir, StoreFile))
+	log, err := store.ReadLogFile(filepath.Join(dir, rundir.StoreFile))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StoreFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.StoreFile), err)
 	}
 	if test.End == nil {
 		var note string
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Input{History: events, Store: log, Key: Key, Lease: checkers.Lease{
-		Backend: test.Config.Backend, TTL: int64(test.Config.TTL.D()), Drift: locks.RedlockDrift}}
+	in := checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)}
 	for _, c := range checkers.For(test.Config.Workload, linearTimeout) {
 		rep.Checkers = append(rep.Checkers, c.Check(in))
 	}
 	rep.Verdict = checkers.Overall(rep.Checkers)
 	rep.Evidence = checkers.Evidence(rep.Verdict, rep.Checkers)
-	rep.Events = len(events)
-	if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
+	rep.Events, rep.Lease = len(events), in.Lease
+	if err := rundir.WriteJSON(dir, rundir.ResultsFile, rep); err != nil {
 		return nil, err
 	}
 	// The verdict stands without the pages: a report that cannot be drawn
 	// is a note, not a failed check.
 	if err := report.Write(dir, report.Input{Test: data, History: events, Store: log, Results: rep.Checkers,
-		Verdict: rep.Verdict, Notes: rep.Notes, Key: Key, LinearTimeout: linearTimeout}); err != nil {
+		Verdict: rep.Verdict, Notes: rep.Notes, Key: config.Key, Lease: in.Lease, LinearTimeout: linearTimeout}); err != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("report pages not written: %v", err))
-		if err := writeJSON(filepath.Join(dir, ResultsFile), rep); err != nil {
+		if err := rundir.WriteJSON(dir, rundir.ResultsFile, rep); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
 }
 
+// lease is the lease model of the run's lock, as its backend supplies it.
+func lease(cfg config.Config) checkers.Lease {
+	b, ok := backends.Lookup(cfg.Backend)
+	if !ok {
+		return checkers.Lease{None: fmt.Sprintf("this lockbench knows no lock service %q, so neither how its leases expire", cfg.Backend)}
+	}
+	return b.Lease(int64(cfg.TTL.D()))
+}
+
 // History is the history of the run stored in dir, as Check judges it.
 func History(dir string) ([]history.Event, error) {
 	events, err := timeOrdered(dir)
 	if err != nil && !errors.Is(err, history.ErrTruncated) {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, HistoryFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
 	return events, nil
 }
@@ -113,7 +93,7 @@ func History(dir string) ([]history.Event, error) {
 // whose harness died before its end, the file is rewritten in time order,
 // so that the indexes results.json and the reports cite are its own.
 func timeOrdered(dir string) ([]history.Event, error) {
-	path := filepath.Join(dir, HistoryFile)
+	path := filepath.Join(dir, rundir.HistoryFile)
 	events, err := history.DecodeFile(path)
 	if err != nil && !errors.Is(err, history.ErrTruncated) {
 		return nil, err
@@ -124,47 +104,6 @@ func timeOrdered(dir string) ([]history.Event, error) {
 		}
 	}
 	return events, err
-}
-
-// ReadTest reads the test.json of the run stored in dir, and returns it
-// decoded and as it is on disk; a directory without one is ErrNotARun.
-func ReadTest(dir string) (Test, []byte, error) {
-	var test Test
-	data, err := os.ReadFile(filepath.Join(dir, TestFile))
-	if err != nil {
-		return test, nil, fmt.Errorf("%w: %s: %w", ErrNotARun, dir, err)
-	}
-	if err := json.Unmarshal(data, &test); err != nil {
-		return test, nil, fmt.Errorf("%w: %s: %w", ErrNotARun, filepath.Join(dir, TestFile), err)
-	}
-	return test, data, nil
-}
-
-// Print writes the verdict for people: one line per checker with its first
-// anomalies, then the overall verdict and where the evidence is.
-func (rep *Report) Print(w io.Writer) {
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	for _, r := range rep.Checkers {
-		fmt.Fprintf(w, "  %-13s %-8s %s\n", r.Checker, r.Valid, r.Summary)
-		if r.Reason != "" {
-			fmt.Fprintf(w, "  %13s          %s\n", "", r.Reason)
-		}
-		for i, a := range r.Anomalies {
-			if i == 3 {
-				fmt.Fprintf(w, "  %13s          … %d more in %s\n", "", len(r.Anomalies)-i, ResultsFile)
-				break
-			}
-			fmt.Fprintf(w, "  %13s          %s: %s\n", "", a.Kind, a.Message)
-		}
-	}
-	verdict := string(rep.Verdict)
-	if rep.Evidence != "" {
-		verdict = rep.Evidence
-	}
-	fmt.Fprintf(w, "verdict: %s (%s, seed %d)\nresults: %s\nreport:  %s\n", verdict, rep.Test, rep.Seed, rep.Dir,
-		filepath.Join(rep.Dir, report.HTMLFile))
 }
 
 // Set at link time (the Makefile's -X flags) for builds in which Go stamps

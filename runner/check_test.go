@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/store"
 )
 
@@ -64,7 +65,7 @@ func TestCutIgnoresFrozenClients(t *testing.T) {
 // time order.
 func TestCheckJudgesArrivalOrderInTimeOrder(t *testing.T) {
 	golden := filepath.Join("..", "checkers", "testdata", "stale-fence-none")
-	events, err := history.DecodeFile(filepath.Join(golden, HistoryFile))
+	events, err := history.DecodeFile(filepath.Join(golden, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,20 +77,20 @@ func TestCheckJudgesArrivalOrderInTimeOrder(t *testing.T) {
 	if slices.EqualFunc(arrival, events, func(a, b history.Event) bool { return a.Time == b.Time }) {
 		t.Fatal("the golden history has one process: nothing to reorder")
 	}
-	judge := func(h []history.Event) (*Report, string) {
+	judge := func(h []history.Event) (*rundir.Results, string) {
 		dir := t.TempDir()
-		test, err := os.ReadFile(filepath.Join("..", "report", "testdata", "valid", TestFile))
+		test, err := os.ReadFile(filepath.Join("..", "report", "testdata", "valid", rundir.TestFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		test = append(bytes.TrimSuffix(bytes.TrimSpace(test), []byte("}")), []byte(`,"end":"2026-01-01T00:00:00Z"}`)...)
-		logData, err := os.ReadFile(filepath.Join(golden, StoreFile))
+		logData, err := os.ReadFile(filepath.Join(golden, rundir.StoreFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := errors.Join(os.WriteFile(filepath.Join(dir, TestFile), test, 0o644),
-			os.WriteFile(filepath.Join(dir, StoreFile), logData, 0o644),
-			history.Rewrite(filepath.Join(dir, HistoryFile), h)); err != nil {
+		if err := errors.Join(os.WriteFile(filepath.Join(dir, rundir.TestFile), test, 0o644),
+			os.WriteFile(filepath.Join(dir, rundir.StoreFile), logData, 0o644),
+			history.Rewrite(filepath.Join(dir, rundir.HistoryFile), h)); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := Check(dir, time.Minute)
@@ -108,7 +109,7 @@ func TestCheckJudgesArrivalOrderInTimeOrder(t *testing.T) {
 			t.Errorf("%s: %s %q in arrival order, %s %q in time order", w.Checker, g.Valid, g.Summary, w.Valid, w.Summary)
 		}
 	}
-	rewritten, err := history.DecodeFile(filepath.Join(dir, HistoryFile))
+	rewritten, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // Clean removes what runs left behind (one run when runID is set, else all).
@@ -28,7 +29,7 @@ func Clean(ctx context.Context, eng *clusters.Engine, runID string) ([]clusters.
 	}
 	for _, c := range stores {
 		dir := c.Labels[resultsLabel]
-		dst := filepath.Join(dir, StoreFile)
+		dst := filepath.Join(dir, rundir.StoreFile)
 		if _, err := os.Stat(dir); err != nil {
 			continue // results moved or deleted: nothing to save into
 		}

@@ -6,12 +6,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/clusters"
-	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/store"
 )
-
-// composeTopologies are the default clusters docker-compose.yml describes.
-var composeTopologies = []string{"redis", "redlock", "redis-sentinel", "etcd", "zookeeper"}
 
 type composeFile struct {
 	Version  string                    `yaml:"version"`
@@ -45,40 +44,45 @@ type composeEndpoint struct {
 // peers and clients use, one store on every network, and one client per
 // topology printing its history events.
 func Compose() ([]byte, error) {
-	cfg := Config{Backend: "redis", Workload: "counter", Nemesis: []string{"none"}, Fence: "none", Store: "lockbench", Nodes: 5,
-		TTL: Duration(2e9), TimeLimit: Duration(1e9), Concurrency: 1, NemesisInterval: Duration(1e9), FaultDuration: Duration(1e9),
-		WorkMax: Duration(2e8), OpTimeout: Duration(1e9), CheckTimeout: Duration(1e9)}
+	cfg := config.Config{Workload: "counter", Nemesis: []string{config.NoFault}, Fence: store.FenceNone, Store: config.DefaultStore, Nodes: 5,
+		TTL: config.Duration(2e9), TimeLimit: config.Duration(1e9), Concurrency: 1, NemesisInterval: config.Duration(1e9), FaultDuration: config.Duration(1e9),
+		WorkMax: config.Duration(2e8), OpTimeout: config.Duration(1e9), CheckTimeout: config.Duration(1e9)}
 	f := composeFile{Version: "3.7", Networks: map[string]composeNetwork{}, Services: map[string]composeService{}}
 	labels := map[string]string{clusters.Label: "compose"}
-	store := composeService{Image: "lockbench-node:latest", Labels: labels, Networks: map[string]composeEndpoint{},
+	st := composeService{Image: "lockbench-node:latest", Labels: labels, Networks: map[string]composeEndpoint{},
 		Command: []string{"lockbench", "store", "--listen", ":7000", "--fence", "all", "--log", storeLogPath}}
-	for _, topo := range composeTopologies {
-		b := backends[topo]
+	// One topology per lock service that has one: clients that take no
+	// lock have no cluster to describe.
+	for _, b := range backends.All {
+		topo := b.Name()
 		cfg.Backend = topo
+		r := &run{cfg: cfg, layout: b.Layout(&cfg)}
+		if len(r.layout.Services) == 0 {
+			continue
+		}
 		f.Networks[topo] = composeNetwork{Internal: true, Labels: labels}
-		store.Networks[topo] = composeEndpoint{Aliases: []string{"store"}}
+		st.Networks[topo] = composeEndpoint{Aliases: []string{"store"}}
 		var deps []string
-		for _, s := range b.services(&cfg) {
-			name := serviceName(topo, s.node.Name)
+		for _, s := range r.layout.Services {
+			name := serviceName(topo, s.Node.Name)
 			deps = append(deps, name)
-			image := "lockbench-node:latest"
-			if s.node.JVM {
-				image = images.JVMRepo + ":latest"
-			}
 			f.Services[name] = composeService{
-				Image: image, Command: escape(s.node.Cmd), Hostname: s.node.Name, Labels: labels,
-				Networks: map[string]composeEndpoint{topo: {Aliases: []string{s.node.Name}}},
-				Tmpfs:    s.node.Tmpfs, CapAdd: s.node.Caps,
+				Image: s.Image.Latest(), Command: escape(s.Node.Cmd), Hostname: s.Node.Name, Labels: labels,
+				Networks: map[string]composeEndpoint{topo: {Aliases: []string{s.Node.Name}}},
+				Tmpfs:    s.Node.Tmpfs, CapAdd: s.Node.Caps,
 			}
 		}
-		r := &run{cfg: cfg}
+		worker, err := r.workerCmd("c1", 1)
+		if err != nil {
+			return nil, err
+		}
 		f.Services[topo+"-c1"] = composeService{
-			Image: "lockbench-node:latest", Command: escape(r.workerCmd("c1", 1)), Hostname: "c1", Labels: labels,
+			Image: "lockbench-node:latest", Command: escape(worker), Hostname: "c1", Labels: labels,
 			Networks:  map[string]composeEndpoint{topo: {Aliases: []string{"c1"}}},
 			DependsOn: append(deps, "store"),
 		}
 	}
-	f.Services["store"] = store
+	f.Services["store"] = st
 	out, err := yaml.Marshal(f)
 	if err != nil {
 		return nil, fmt.Errorf("render compose file: %w", err)

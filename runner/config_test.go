@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,91 +9,74 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 )
 
-func validConfig() Config {
-	return Config{
+func validConfig() config.Config {
+	return config.Config{
 		Backend: "redis", Workload: "counter", Nemesis: []string{"pause"}, Fence: "none",
-		TTL: Duration(2 * time.Second), TimeLimit: Duration(30 * time.Second), Concurrency: 5,
-		NemesisInterval: Duration(5 * time.Second), FaultDuration: Duration(4 * time.Second),
-		WorkMax: Duration(200 * time.Millisecond), OpTimeout: Duration(time.Second), CheckTimeout: Duration(time.Minute),
+		TTL: config.Duration(2 * time.Second), TimeLimit: config.Duration(30 * time.Second), Concurrency: 5,
+		NemesisInterval: config.Duration(5 * time.Second), FaultDuration: config.Duration(4 * time.Second),
+		WorkMax: config.Duration(200 * time.Millisecond), OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Minute),
 	}
 }
 
 func TestValidate(t *testing.T) {
 	cases := map[string]struct {
-		mutate func(*Config)
+		mutate func(*config.Config)
 		want   string
 	}{
-		"unknown backend":   {func(c *Config) { c.Backend = "zk" }, "unknown backend"},
-		"unknown workload":  {func(c *Config) { c.Workload = "bank" }, "unknown workload"},
-		"unknown nemesis":   {func(c *Config) { c.Nemesis = []string{"meteor"} }, "unknown nemesis"},
-		"none and pause":    {func(c *Config) { c.Nemesis = []string{"none", "pause"} }, "cannot be combined"},
-		"bad fence":         {func(c *Config) { c.Fence = "some" }, "fence"},
-		"negative ttl":      {func(c *Config) { c.TTL = Duration(-2 * time.Second) }, "--ttl"},
-		"tiny ttl":          {func(c *Config) { c.TTL = Duration(time.Millisecond) }, "--ttl"},
-		"zero time limit":   {func(c *Config) { c.TimeLimit = 0 }, "--time-limit"},
-		"no clients":        {func(c *Config) { c.Concurrency = 0 }, "--concurrency"},
-		"too many clients":  {func(c *Config) { c.Concurrency = 1000 }, "--concurrency"},
-		"zero interval":     {func(c *Config) { c.NemesisInterval = 0 }, "--nemesis-interval"},
-		"zero fault":        {func(c *Config) { c.FaultDuration = 0 }, "--fault-duration"},
-		"negative work":     {func(c *Config) { c.WorkMax = Duration(-1) }, "--work-max"},
-		"zero op timeout":   {func(c *Config) { c.OpTimeout = 0 }, "--op-timeout"},
-		"zero check budget": {func(c *Config) { c.CheckTimeout = 0 }, "--check-timeout"},
-		"fault twice":       {func(c *Config) { c.Nemesis = []string{"pause", "kill", "pause"} }, "pause is asked for twice"},
-		"partition on cas":  {func(c *Config) { c.Backend, c.Nemesis = "cas", []string{"partition"} }, "no lock-service nodes"},
-		"kill on nolock":    {func(c *Config) { c.Backend, c.Nemesis = "nolock", []string{"kill"} }, "no lock-service nodes"},
-		"clock on etcd":     {func(c *Config) { c.Backend, c.Nemesis = "etcd", []string{"clock"} }, "vDSO"},
-		"ttl past limit":    {func(c *Config) { c.TimeLimit = Duration(2 * time.Second) }, "shorter than --time-limit"},
-		"fault past limit":  {func(c *Config) { c.TimeLimit = Duration(4 * time.Second) }, "--fault-duration 4s must be shorter"},
+		"unknown backend":   {func(c *config.Config) { c.Backend = "zk" }, "unknown backend"},
+		"unknown workload":  {func(c *config.Config) { c.Workload = "bank" }, "unknown workload"},
+		"unknown nemesis":   {func(c *config.Config) { c.Nemesis = []string{"meteor"} }, "unknown nemesis"},
+		"none and pause":    {func(c *config.Config) { c.Nemesis = []string{"none", "pause"} }, "cannot be combined"},
+		"bad fence":         {func(c *config.Config) { c.Fence = "some" }, "fence"},
+		"negative ttl":      {func(c *config.Config) { c.TTL = config.Duration(-2 * time.Second) }, "--ttl"},
+		"tiny ttl":          {func(c *config.Config) { c.TTL = config.Duration(time.Millisecond) }, "--ttl"},
+		"zero time limit":   {func(c *config.Config) { c.TimeLimit = 0 }, "--time-limit"},
+		"no clients":        {func(c *config.Config) { c.Concurrency = 0 }, "--concurrency"},
+		"too many clients":  {func(c *config.Config) { c.Concurrency = 1000 }, "--concurrency"},
+		"zero interval":     {func(c *config.Config) { c.NemesisInterval = 0 }, "--nemesis-interval"},
+		"zero fault":        {func(c *config.Config) { c.FaultDuration = 0 }, "--fault-duration"},
+		"negative work":     {func(c *config.Config) { c.WorkMax = config.Duration(-1) }, "--work-max"},
+		"zero op timeout":   {func(c *config.Config) { c.OpTimeout = 0 }, "--op-timeout"},
+		"zero check budget": {func(c *config.Config) { c.CheckTimeout = 0 }, "--check-timeout"},
+		"fault twice":       {func(c *config.Config) { c.Nemesis = []string{"pause", "kill", "pause"} }, "pause is asked for twice"},
+		"partition on cas":  {func(c *config.Config) { c.Backend, c.Nemesis = "cas", []string{"partition"} }, "no lock-service nodes"},
+		"kill on nolock":    {func(c *config.Config) { c.Backend, c.Nemesis = "nolock", []string{"kill"} }, "no lock-service nodes"},
+		"clock on etcd":     {func(c *config.Config) { c.Backend, c.Nemesis = "etcd", []string{"clock"} }, "vDSO"},
+		"ttl past limit":    {func(c *config.Config) { c.TimeLimit = config.Duration(2 * time.Second) }, "shorter than --time-limit"},
+		"fault past limit":  {func(c *config.Config) { c.TimeLimit = config.Duration(4 * time.Second) }, "--fault-duration 4s must be shorter"},
 	}
 	for name, c := range cases {
 		cfg := validConfig()
 		c.mutate(&cfg)
-		err := cfg.Validate()
-		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), c.want) {
+		err := Validate(&cfg)
+		if !errors.Is(err, config.ErrUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a usage error mentioning %q", name, err, c.want)
 		}
 	}
 	cfg := validConfig()
-	if err := cfg.Validate(); err != nil {
+	if err := Validate(&cfg); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
-	if w := cfg.Warnings(); len(w) != 0 {
+	if w := Warnings(&cfg); len(w) != 0 {
 		t.Errorf("warnings for a sound configuration: %q", w)
 	}
 	// Without faults, a fault duration as long as the run is irrelevant.
 	calm := validConfig()
-	calm.Nemesis, calm.TimeLimit = []string{"none"}, Duration(3*time.Second)
-	if err := calm.Validate(); err != nil {
+	calm.Nemesis, calm.TimeLimit = []string{"none"}, config.Duration(3*time.Second)
+	if err := Validate(&calm); err != nil {
 		t.Errorf("a short run without faults refused: %v", err)
 	}
 	weak := validConfig()
-	weak.FaultDuration, weak.NemesisInterval = Duration(time.Second), Duration(time.Minute)
-	if w := weak.Warnings(); len(w) != 2 || !strings.Contains(w[0], "--nemesis-interval") || !strings.Contains(w[1], "less than the 2s TTL") {
+	weak.FaultDuration, weak.NemesisInterval = config.Duration(time.Second), config.Duration(time.Minute)
+	if w := Warnings(&weak); len(w) != 2 || !strings.Contains(w[0], "--nemesis-interval") || !strings.Contains(w[1], "less than the 2s TTL") {
 		t.Errorf("warnings %q", w)
 	}
 	if got := cfg.TestName(); got != "redis-counter-pause-fence-none" {
 		t.Errorf("TestName = %q", got)
-	}
-}
-
-func TestConfigRoundTrip(t *testing.T) {
-	cfg := validConfig()
-	data, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), `"ttl":"2s"`) {
-		t.Errorf("durations should read as on the command line: %s", data)
-	}
-	var back Config
-	if err := json.Unmarshal(data, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.TTL != cfg.TTL || back.CheckTimeout != cfg.CheckTimeout {
-		t.Errorf("round trip changed durations: %+v", back)
 	}
 }
 

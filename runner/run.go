@@ -18,21 +18,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/clusters"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/nemesis"
-	"github.com/lockbench/lockbench/report"
-)
-
-// Files of a run's results directory; the report package, which draws the
-// pages from them, owns their names.
-const (
-	TestFile    = report.TestFile
-	HistoryFile = report.HistoryFile
-	StoreFile   = report.StoreFile
-	ResultsFile = report.ResultsFile
-	LogsDir     = "logs"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 const (
@@ -54,31 +46,18 @@ type Options struct {
 	ImageMethod images.Method
 	Mirror      string
 	Out         io.Writer // progress for people
+	// LeaveRunning keeps the cluster's services up after the run, healed,
+	// for debugging; `lockbench clean --run ID` removes them.
+	LeaveRunning bool
 	// Command is the command line that asked for the run, kept in
 	// test.json for people; --replay reads Config, not this.
 	Command []string
 }
 
-// Test is test.json: everything needed to understand and re-check a run.
-type Test struct {
-	Name    string    `json:"name"`
-	RunID   string    `json:"run_id"`
-	Start   time.Time `json:"start"`
-	Command []string  `json:"command,omitempty"`
-	Config  Config    `json:"config"`
-	Image   string    `json:"image"`
-	// JVMImage is the image of the service's JVM nodes, when it has any.
-	JVMImage string            `json:"jvm_image,omitempty"`
-	Versions map[string]string `json:"versions"`
-	// Health is what the service's health check said before the workload.
-	Health string `json:"health,omitempty"`
-	// End is set once the clients have stopped and their events are all
-	// recorded; a run without it was cut short (the harness was killed).
-	End *time.Time `json:"end,omitempty"`
-}
-
 type run struct {
-	cfg      Config
+	cfg      config.Config
+	backend  backends.Backend
+	layout   backends.Layout
 	opts     Options
 	dir      string
 	epoch    int64
@@ -95,10 +74,11 @@ type run struct {
 
 // Run runs one test and checks it. The cluster is torn down and every fault
 // healed before it returns, whatever happened.
-func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error) {
-	if err := cfg.Validate(); err != nil {
+func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Results, err error) {
+	if err := Validate(&cfg); err != nil {
 		return nil, err
 	}
+	b, _ := backends.Lookup(cfg.Backend)
 	eng, err := clusters.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -111,28 +91,27 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		return nil, fmt.Errorf("node image: %w", err)
 	}
 
-	var jvm string
-	if backends[cfg.Backend].jvm {
-		if jvm, err = images.EnsureJVM(ctx, eng.Client, images.Options{Method: opts.ImageMethod, Mirror: opts.Mirror, Log: opts.Out}); err != nil {
-			return nil, fmt.Errorf("JVM image: %w", err)
-		}
-	}
-
-	test := Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image, JVMImage: jvm,
-		Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
-	dir := filepath.Join(opts.Results, test.Name, test.Start.Format("20060102T150405.000Z"))
-	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	hist, err := history.Create(filepath.Join(dir, HistoryFile))
+	layout := b.Layout(&cfg)
+	others, err := ensureImages(ctx, eng, layout.Services, images.Options{Method: opts.ImageMethod, Mirror: opts.Mirror, Log: opts.Out})
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, opts: opts, dir: dir, hist: hist, holders: newHolders(backends[cfg.Backend].lockless),
+
+	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image,
+		Images: others, Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
+	dir := rundir.Path(opts.Results, test.Name, test.Start)
+	if err := os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	hist, err := history.Create(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, backend: b, layout: layout, opts: opts, dir: dir, hist: hist, holders: newHolders(!b.Locks()),
 		status: newStatus(opts.Out, cfg.TimeLimit.D())}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
-	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
+	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
 		hist.Close()
 		return nil, err
 	}
@@ -141,7 +120,6 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		hist.Close()
 		return nil, err
 	}
-	cluster.SetJVMImage(jvm)
 	r.cluster = cluster
 	interrupted := false
 	defer func() {
@@ -162,7 +140,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 		return nil, err
 	}
 	// Again, now that the service's version is known.
-	if err := writeJSON(filepath.Join(dir, TestFile), test); err != nil {
+	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
 		return nil, err
 	}
 	interrupted, err = r.workload(ctx)
@@ -170,13 +148,39 @@ func Run(ctx context.Context, cfg Config, opts Options) (rep *Report, err error)
 	// history is complete up to here, which `check` needs to know.
 	end := time.Now().UTC()
 	test.End = &end
-	if werr := writeJSON(filepath.Join(dir, TestFile), test); werr != nil && err == nil {
+	if werr := rundir.WriteJSON(dir, rundir.TestFile, test); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil && interrupted {
 		err = ErrInterrupted
 	}
 	return nil, err
+}
+
+// ensureImages builds, when missing, the images other than the node image
+// that services' nodes run, and points those nodes at them. It returns
+// them by kind, for test.json.
+func ensureImages(ctx context.Context, eng *clusters.Engine, services []backends.Service, opts images.Options) (map[string]string, error) {
+	var tags map[string]string
+	for i := range services {
+		k := services[i].Image
+		if k == "" {
+			continue
+		}
+		tag, ok := tags[string(k)]
+		if !ok {
+			var err error
+			if tag, err = images.EnsureKind(ctx, eng.Client, k, opts); err != nil {
+				return nil, fmt.Errorf("%s image: %w", k, err)
+			}
+			if tags == nil {
+				tags = map[string]string{}
+			}
+			tags[string(k)] = tag
+		}
+		services[i].Node.Image = tag
+	}
+	return tags, nil
 }
 
 func newRunID() string {
@@ -186,18 +190,17 @@ func newRunID() string {
 }
 
 // up starts the lock service and the store and waits until both answer.
-func (r *run) up(ctx context.Context, test *Test) error {
-	b := backends[r.cfg.Backend]
+func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	abs, err := filepath.Abs(r.dir)
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	services := r.fitForFaults(b.services(&r.cfg))
+	services := r.fitForFaults(r.layout.Services)
 	if err := r.start(ctx, services); err != nil {
 		return err
 	}
-	if b.ready != nil {
-		out, err := r.cluster.WaitReady(ctx, services[0].node.Name, 60*time.Second, b.ready(&r.cfg)...)
+	if r.layout.Ready != nil {
+		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
 		if err != nil {
 			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
 		}
@@ -206,52 +209,44 @@ func (r *run) up(ctx context.Context, test *Test) error {
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
 	r.epoch = history.Mono()
-	if r.cfg.Store == "lockbench" {
-		if err := r.start(ctx, []service{{
-			node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
+	if r.cfg.Store == config.DefaultStore {
+		if err := r.start(ctx, []backends.Service{{
+			Node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
 				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
 				"--epoch", strconv.FormatInt(r.epoch, 10),
 			}, Labels: map[string]string{resultsLabel: abs}},
-			probe: []string{"lockbench", "health", "127.0.0.1:7000"},
+			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
 		}}); err != nil {
 			return err
 		}
 	}
 	for _, s := range services {
-		switch s.node.Role {
-		case "redis":
-			if v, err := r.cluster.Exec(ctx, s.node.Name, "redis-server", "--version"); err == nil {
-				test.Versions["redis"] = strings.TrimSpace(v)
-			}
-		case "etcd":
-			if v, err := r.cluster.Exec(ctx, s.node.Name, "lockbench", "etcd", "--version"); err == nil {
-				first, _, _ := strings.Cut(v, "\n")
-				test.Versions["etcd"] = strings.TrimSpace(first)
-			}
-		case "zookeeper":
-			if v, err := r.cluster.Exec(ctx, s.node.Name, zkVersion...); err == nil {
-				test.Versions["zookeeper"] = strings.TrimSpace(v)
-			}
+		if _, known := test.Versions[s.Node.Role]; known || s.Version == nil {
+			continue
+		}
+		if v, err := r.cluster.Exec(ctx, s.Node.Name, s.Version...); err == nil {
+			first, _, _ := strings.Cut(v, "\n")
+			test.Versions[s.Node.Role] = strings.TrimSpace(first)
 		}
 	}
 	return nil
 }
 
 // start starts nodes and waits until each passes its probe.
-func (r *run) start(ctx context.Context, services []service) error {
+func (r *run) start(ctx context.Context, services []backends.Service) error {
 	nodes := make([]clusters.Node, len(services))
 	for i, s := range services {
-		nodes[i] = s.node
-		r.services = append(r.services, s.node.Name)
+		nodes[i] = s.Node
+		r.services = append(r.services, s.Node.Name)
 	}
 	if err := r.cluster.StartAll(ctx, nodes); err != nil {
 		return err
 	}
 	for _, s := range services {
-		if s.probe == nil {
+		if s.Probe == nil {
 			continue
 		}
-		if _, err := r.cluster.WaitReady(ctx, s.node.Name, 30*time.Second, s.probe...); err != nil {
+		if _, err := r.cluster.WaitReady(ctx, s.Node.Name, 30*time.Second, s.Probe...); err != nil {
 			return err
 		}
 	}
@@ -268,7 +263,11 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	var clients []clusters.Node
 	for i := 1; i <= r.cfg.Concurrency; i++ {
 		name := fmt.Sprintf("c%d", i)
-		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: r.workerCmd(name, seeds.Int64()), Caps: r.caps()})
+		cmd, err := r.workerCmd(name, seeds.Int64())
+		if err != nil {
+			return false, err
+		}
+		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: cmd, Caps: r.caps()})
 		r.clients = append(r.clients, name)
 	}
 	r.status.watch(r.clients)
@@ -278,10 +277,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, name := range r.clients {
-		logFile, err := os.Create(filepath.Join(r.dir, LogsDir, name+".log"))
-		if err != nil {
-			return false, fmt.Errorf("client log: %w", err)
-		}
+		logFile := &lazyFile{path: filepath.Join(r.dir, rundir.LogsDir, name+".log")}
 		followers.Add(1)
 		go func() {
 			defer followers.Done()
@@ -351,16 +347,18 @@ func recovered(what string, report func(error)) {
 	}
 }
 
-func (r *run) workerCmd(name string, seed int64) []string {
-	return []string{"lockbench", "worker",
-		"--process", name, "--workload", r.cfg.Workload, "--backend", r.cfg.Backend,
-		"--lock-addrs", strings.Join(backends[r.cfg.Backend].addrs(&r.cfg), ","),
-		"--store-kind", r.cfg.Store, "--store", storeAddr, "--key", Key,
-		"--ttl", r.cfg.TTL.D().String(), "--seed", strconv.FormatInt(seed, 10),
-		"--epoch", strconv.FormatInt(r.epoch, 10), "--work-max", r.cfg.WorkMax.D().String(),
-		"--op-timeout", r.cfg.OpTimeout.D().String(), "--acquire-timeout", (5 * r.cfg.TTL.D()).String(),
-		"--check-lease=" + strconv.FormatBool(r.cfg.CheckLease),
+// workerCmd is the command of the client named name: the worker and its
+// one spec.
+func (r *run) workerCmd(name string, seed int64) ([]string, error) {
+	spec, err := backends.Spec{
+		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
+		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
+		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
+	}.Encode()
+	if err != nil {
+		return nil, err
 	}
+	return []string{"lockbench", "worker", spec}, nil
 }
 
 // clientLine records one line a client printed: an event, or anything else
@@ -420,22 +418,37 @@ func (r *run) stopClients() {
 }
 
 // teardown heals faults, saves the store's log and the nodes' logs, and
-// removes every container and the network of the run.
+// removes every container and the network of the run, unless LeaveRunning
+// asked to keep them: then only a cluster whose faults all healed is kept,
+// as no fault may outlive the run.
 func (r *run) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	errs := []error{nemesis.HealAll(ctx, r.faults)}
+	healErr := nemesis.HealAll(ctx, r.faults)
+	errs := []error{healErr}
 	if data, err := r.storeLog(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("save store log: %w", err))
 	} else {
-		errs = append(errs, os.WriteFile(filepath.Join(r.dir, StoreFile), data, 0o644))
+		errs = append(errs, os.WriteFile(filepath.Join(r.dir, rundir.StoreFile), data, 0o644))
 	}
 	for _, name := range r.services {
-		if data, err := r.cluster.Logs(ctx, name); err == nil {
-			errs = append(errs, os.WriteFile(filepath.Join(r.dir, LogsDir, name+".log"), data, 0o644))
+		// A node that said nothing (the store keeps its record in
+		// store.log) leaves no empty file behind.
+		if data, err := r.cluster.Logs(ctx, name); err == nil && len(data) > 0 {
+			errs = append(errs, os.WriteFile(filepath.Join(r.dir, rundir.LogsDir, name+".log"), data, 0o644))
 		}
 	}
-	errs = append(errs, r.cluster.Down(ctx), r.hist.Close())
+	switch {
+	case r.opts.LeaveRunning && healErr != nil:
+		fmt.Fprintf(r.opts.Out, "cluster of run %s removed despite --leave-running: a fault could not be healed\n", r.cluster.RunID())
+		errs = append(errs, r.cluster.Down(ctx))
+	case r.opts.LeaveRunning:
+		fmt.Fprintf(r.opts.Out, "cluster of run %s left running (%s), faults healed; remove it with: lockbench clean --run %s\n",
+			r.cluster.RunID(), strings.Join(r.services, ", "), r.cluster.RunID())
+	default:
+		errs = append(errs, r.cluster.Down(ctx))
+	}
+	errs = append(errs, r.hist.Close())
 	// The history was written as events arrived, so that a frozen client
 	// held nothing back; it ends in time order.
 	if _, err := timeOrdered(r.dir); err != nil && !errors.Is(err, history.ErrTruncated) {
@@ -444,24 +457,44 @@ func (r *run) teardown() error {
 	return errors.Join(errs...)
 }
 
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+// lazyFile is a log created on its first write, so that a client that said
+// nothing beyond its events leaves no empty file. The client's standard
+// error and its other output are written from two goroutines.
+type lazyFile struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil && l.err == nil {
+		if l.f, l.err = os.Create(l.path); l.err != nil {
+			l.err = fmt.Errorf("client log: %w", l.err)
+		}
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	if l.err != nil {
+		return 0, l.err
 	}
-	return nil
+	return l.f.Write(p)
+}
+
+func (l *lazyFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // storeLog fetches the store's log: the lockbench store's file, or, with the
-// counter kept in etcd, the key's revision history read back from a member.
+// counter kept in the lock service, what the service kept.
 func (r *run) storeLog(ctx context.Context) ([]byte, error) {
-	if r.cfg.Store == "etcd" {
-		out, err := r.cluster.Exec(ctx, etcdNames[0], "lockbench", "etcd-log",
-			"--endpoints", strings.Join(withPort(etcdNames, 2379), ","), "--key", Key)
-		return []byte(out), err
+	if k, ok := r.backend.(backends.Keeper); ok && r.cfg.Store == k.Keeps() {
+		return k.StoreLog(ctx, r.cluster, &r.cfg)
 	}
 	return r.cluster.ReadFile(ctx, "store", storeLogPath)
 }

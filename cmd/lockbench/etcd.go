@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/store"
 )
 
@@ -108,7 +109,7 @@ func newEtcdLogCmd() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			return withEtcd(endpoints, 30*time.Second, func(ctx context.Context, cli *clientv3.Client) error {
-				entries, err := store.NewEtcd(cli, etcdDataPrefix, 0, nil).Log(ctx, key)
+				entries, err := store.NewEtcd(cli, backends.EtcdDataPrefix, 0, nil).Log(ctx, key)
 				if err != nil {
 					return err
 				}

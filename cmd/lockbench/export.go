@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 )
 
@@ -23,7 +25,7 @@ func newExportCmd() *cobra.Command {
 			if format != "knossos" {
 				return fail(exitUsage, fmt.Errorf("--format %q: the one format is knossos", format))
 			}
-			test, _, err := runner.ReadTest(dir)
+			test, _, err := rundir.ReadTest(dir)
 			if err != nil {
 				return fail(exitUsage, err)
 			}
@@ -38,7 +40,7 @@ func newExportCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			if output == "-" {
-				_, err := history.WriteKnossos(os.Stdout, events, runner.Key)
+				_, err := history.WriteKnossos(os.Stdout, events, config.Key)
 				return exportErr(err)
 			}
 			if output == "" {
@@ -48,7 +50,7 @@ func newExportCmd() *cobra.Command {
 			if err != nil {
 				return exportErr(err)
 			}
-			n, err := history.WriteKnossos(f, events, runner.Key)
+			n, err := history.WriteKnossos(f, events, config.Key)
 			if err := exportErr(errors.Join(err, f.Close())); err != nil {
 				return err
 			}

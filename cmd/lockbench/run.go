@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -16,15 +17,18 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
 )
 
 // testFlags are the knobs of a test that `run` and `matrix` share.
 type testFlags struct {
-	cfg                                                         runner.Config
+	cfg                                                         config.Config
 	fence, method, mirror, results                              string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay                                                time.Duration
@@ -56,7 +60,7 @@ func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
 
 // config completes the configuration from the flags; it does not validate
 // the choice of backend, workload and faults, which `matrix` varies.
-func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, error) {
+func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, error) {
 	cfg := t.cfg
 	if !cmd.Flags().Changed("seed") {
 		cfg.Seed = rand.Int64N(1 << 53)
@@ -66,10 +70,10 @@ func (t *testFlags) config(cmd *cobra.Command) (runner.Config, runner.Options, e
 		faultFor = 2 * t.ttl
 	}
 	cfg.Fence = store.Fence(t.fence)
-	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = runner.Duration(t.ttl), runner.Duration(t.limit), runner.Duration(t.interval)
-	cfg.FaultDuration, cfg.WorkMax = runner.Duration(faultFor), runner.Duration(t.workMax)
-	cfg.OpTimeout, cfg.CheckTimeout = runner.Duration(t.opTimeout), runner.Duration(t.checkTO)
-	cfg.RestartDelay = runner.Duration(t.restartDelay)
+	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = config.Duration(t.ttl), config.Duration(t.limit), config.Duration(t.interval)
+	cfg.FaultDuration, cfg.WorkMax = config.Duration(faultFor), config.Duration(t.workMax)
+	cfg.OpTimeout, cfg.CheckTimeout = config.Duration(t.opTimeout), config.Duration(t.checkTO)
+	cfg.RestartDelay = config.Duration(t.restartDelay)
 	m, err := images.ParseMethod(t.method)
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitUsage, err)
@@ -127,7 +131,7 @@ func interruptible() (context.Context, func()) {
 
 // replayable are the flags --replay allows: where and how to run, never
 // what to test, which comes from the replayed run's test.json.
-var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid"}
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running"}
 
 func newRunCmd() *cobra.Command {
 	var (
@@ -135,33 +139,47 @@ func newRunCmd() *cobra.Command {
 		replay       string
 		count        int
 		untilInvalid bool
+		leave        bool
+		out          output
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one test: bring the lock service up, inject faults, check the history",
-		Args:  cobra.NoArgs,
+		Example: `  # the stale-holder failure: a paused holder writes after its lease expired
+  lockbench run --backend redis --nemesis pause --fence none --time-limit 20s
+  # the same with a fence: the store rejects the stale token
+  lockbench run --backend redis --nemesis pause --fence all
+  # a summary for scripts on stdout, the cluster kept up to look at
+  lockbench run --nemesis kill --json --leave-running > summary.json
+  # run a stored test again, five times
+  lockbench run --replay results/redis-counter-pause-fence-none/20261202T094515.549Z --test-count 5`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, opts, err := t.config(cmd)
 			if err != nil {
 				return err
 			}
+			opts.Out, opts.LeaveRunning = out.human(), leave
 			if count < 1 {
 				return fail(exitUsage, fmt.Errorf("--test-count must be at least 1, got %d", count))
+			}
+			if leave && count > 1 {
+				return fail(exitUsage, fmt.Errorf("--leave-running keeps one run's cluster up: it cannot go with --test-count %d", count))
 			}
 			if replay != "" {
 				if cfg, err = replayConfig(cmd, replay); err != nil {
 					return err
 				}
 			}
-			if err := cfg.Validate(); err != nil {
+			if err := runner.Validate(&cfg); err != nil {
 				return fail(exitUsage, err)
 			}
-			for _, w := range cfg.Warnings() {
+			for _, w := range runner.Warnings(&cfg) {
 				fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 			}
 			ctx, release := interruptible()
 			defer release()
-			var reps []*runner.Report
+			var reps []*rundir.Results
 			for i := range count {
 				run := cfg
 				// A replay repeats its seed; fresh runs each get the next.
@@ -169,45 +187,54 @@ func newRunCmd() *cobra.Command {
 					run.Seed += int64(i)
 				}
 				if count > 1 {
-					fmt.Printf("test %d of %d (seed %d)\n", i+1, count, run.Seed)
+					fmt.Fprintf(opts.Out, "test %d of %d (seed %d)\n", i+1, count, run.Seed)
 				}
 				rep, err := runner.Run(ctx, run, opts)
 				if rep != nil {
-					rep.Print(os.Stdout)
+					rep.Print(opts.Out)
 					reps = append(reps, rep)
 				}
 				switch {
-				case errors.Is(err, runner.ErrUsage):
+				case errors.Is(err, config.ErrUsage):
 					return fail(exitUsage, err)
 				case err != nil:
-					summarize(reps, count)
-					return fail(exitHarness, err)
+					summarize(opts.Out, reps, count)
+					return errors.Join(printSeries(&out, reps, count), fail(exitHarness, err))
 				}
 				if untilInvalid && rep.Verdict == checkers.Invalid {
 					break
 				}
 			}
-			summarize(reps, count)
+			summarize(opts.Out, reps, count)
+			if err := printSeries(&out, reps, count); err != nil {
+				return err
+			}
 			return verdictExit(worst(reps))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&t.cfg.Backend, "backend", "redis", "lock service: redis, redlock, redis-sentinel, etcd, zookeeper, cas (no lock: conditional writes), nolock (broken control)")
+	f.StringVar(&t.cfg.Backend, "backend", backends.Names()[0], "lock service: "+backends.Help())
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
-	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: none, pause (clients), pause-node, partition, kill, clock, failover (redis-sentinel)")
+	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: "+strings.Join(runner.Nemeses(), ", "))
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
 	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
 	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
 	f.IntVar(&count, "test-count", 1, "run the test this many times (fresh runs: seeds seed, seed+1, …; a replay repeats its seed), then summarize")
 	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")
+	f.BoolVar(&leave, "leave-running", false, "keep the cluster up after the run (faults healed) to look at it; remove it with lockbench clean --run ID")
+	out.add(f)
 	t.add(f)
+	completeFlags(cmd)
+	if err := cmd.RegisterFlagCompletionFunc("replay", completeRunDirs); err != nil {
+		panic(err)
+	}
 	return cmd
 }
 
 // replayConfig is the configuration stored in dir's test.json, seed
 // included. Flags that choose what to test are refused alongside it: the
 // replay would silently not be one.
-func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
+func replayConfig(cmd *cobra.Command, dir string) (config.Config, error) {
 	var clash []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if !slices.Contains(replayable, f.Name) {
@@ -215,18 +242,35 @@ func replayConfig(cmd *cobra.Command, dir string) (runner.Config, error) {
 		}
 	})
 	if len(clash) > 0 {
-		return runner.Config{}, fail(exitUsage, fmt.Errorf("--replay takes the test's configuration from %s; %s cannot be given with it",
-			filepath.Join(dir, runner.TestFile), strings.Join(clash, ", ")))
+		return config.Config{}, fail(exitUsage, fmt.Errorf("--replay takes the test's configuration from %s; %s cannot be given with it",
+			filepath.Join(dir, rundir.TestFile), strings.Join(clash, ", ")))
 	}
-	test, _, err := runner.ReadTest(dir)
+	test, _, err := rundir.ReadTest(dir)
 	if err != nil {
-		return runner.Config{}, fail(exitUsage, err)
+		return config.Config{}, fail(exitUsage, err)
 	}
 	return test.Config, nil
 }
 
+// printSeries prints the runs' JSON summary, when --json asked for one:
+// one run's summary, or with --test-count the series and its worst
+// verdict.
+func printSeries(out *output, reps []*rundir.Results, count int) error {
+	if count == 1 {
+		if len(reps) == 0 {
+			return nil
+		}
+		return out.emit(newRunJSON(reps[0]))
+	}
+	s := seriesJSON{Verdict: worst(reps), Count: count, Runs: []runJSON{}}
+	for _, r := range reps {
+		s.Runs = append(s.Runs, newRunJSON(r))
+	}
+	return out.emit(s)
+}
+
 // summarize prints the verdicts of a --test-count series.
-func summarize(reps []*runner.Report, count int) {
+func summarize(w io.Writer, reps []*rundir.Results, count int) {
 	if count == 1 {
 		return
 	}
@@ -234,16 +278,16 @@ func summarize(reps []*runner.Report, count int) {
 	for _, r := range reps {
 		n[r.Verdict]++
 	}
-	fmt.Printf("\ntests: %d of %d run: %d valid, %d invalid, %d unknown\n", len(reps), count,
+	fmt.Fprintf(w, "\ntests: %d of %d run: %d valid, %d invalid, %d unknown\n", len(reps), count,
 		n[checkers.Valid], n[checkers.Invalid], len(reps)-n[checkers.Valid]-n[checkers.Invalid])
 	for i, r := range reps {
-		fmt.Printf("  %d  seed %-17d %-8s %s\n", i+1, r.Seed, r.Verdict, r.Dir)
+		fmt.Fprintf(w, "  %d  seed %-17d %-8s %s\n", i+1, r.Seed, r.Verdict, r.Dir)
 	}
 }
 
 // worst is the verdict of a series: invalid if any run was, else unknown
 // if any run was neither valid nor invalid, else valid.
-func worst(reps []*runner.Report) checkers.Verdict {
+func worst(reps []*rundir.Results) checkers.Verdict {
 	v := checkers.Valid
 	for _, r := range reps {
 		switch {

@@ -15,11 +15,19 @@ import (
 )
 
 func newCheckCmd() *cobra.Command {
-	var checkTO time.Duration
+	var (
+		checkTO time.Duration
+		out     output
+	)
 	cmd := &cobra.Command{
 		Use:   "check DIR",
 		Short: "Re-run every checker on a stored run and rewrite its results (no Docker needed)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  # judge a stored run again (after a checker changed, or a harness that died)
+  lockbench check results/redis-counter-pause-fence-none/20261202T094515.549Z
+  # the verdict as JSON, for scripts
+  lockbench check --json results/redis-counter-pause-fence-none/20261202T094515.549Z | jq .verdict`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunDirs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if checkTO <= 0 {
 				return fail(exitUsage, fmt.Errorf("--check-timeout must be positive, got %s", checkTO))
@@ -31,11 +39,15 @@ func newCheckCmd() *cobra.Command {
 			case err != nil:
 				return fail(exitHarness, err)
 			}
-			rep.Print(os.Stdout)
+			rep.Print(out.human())
+			if err := out.emit(newRunJSON(rep)); err != nil {
+				return err
+			}
 			return verdictExit(rep.Verdict)
 		},
 	}
 	cmd.Flags().DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search")
+	out.add(cmd.Flags())
 	return cmd
 }
 
@@ -113,7 +125,7 @@ func newImagesCmd() *cobra.Command {
 			}
 			fmt.Println(tag)
 			if jvm {
-				if tag, err = images.EnsureJVM(ctx, eng.Client, opts); err != nil {
+				if tag, err = images.EnsureKind(ctx, eng.Client, images.JVM, opts); err != nil {
 					return fail(exitHarness, err)
 				}
 				fmt.Println(tag)
@@ -122,7 +134,7 @@ func newImagesCmd() *cobra.Command {
 		},
 	}
 	build.Flags().BoolVar(&force, "force", false, "rebuild the base and the node image even if present")
-	build.Flags().BoolVar(&jvm, "jvm", false, "also build the JVM services' image (ZooKeeper), otherwise built by the first run that needs it")
+	build.Flags().BoolVar(&jvm, "jvm", false, "also build the image of the lock services that run on the JVM, otherwise built by the first run that needs it")
 	addImageFlags(build.Flags(), &method, &mirror)
 	cmd.AddCommand(build)
 	return cmd

@@ -1,0 +1,77 @@
+package backends
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+// The lease models are the ones the exclusion checker's golden histories
+// are judged by (checkers/exclusion_test.go); a change here is a change of
+// what a run's verdict means.
+func TestLeaseModels(t *testing.T) {
+	want := map[string]checkers.Lease{
+		"redis":          {TTL: 2e9, SlackFixed: 1e6, SlackPPM: 500},
+		"redis-sentinel": {TTL: 2e9, SlackFixed: 1e6, SlackPPM: 500},
+		"redlock":        {TTL: 2e9, SlackFixed: 1e6, SlackPPM: 10_000},
+		"etcd":           {TTL: 2e9, Session: true},
+		"zookeeper":      {TTL: 2e9, SlackPPM: 500_000, Session: true},
+	}
+	for _, b := range All {
+		got := b.Lease(2e9)
+		if w, ok := want[b.Name()]; ok && got != w {
+			t.Errorf("%s: lease %+v, want %+v", b.Name(), got, w)
+		}
+		if (got.None == "") != b.Locks() {
+			t.Errorf("%s: lease %+v, but Locks() = %v", b.Name(), got, b.Locks())
+		}
+	}
+}
+
+func TestEveryFaultIsDecidedForEveryBackend(t *testing.T) {
+	cfg := config.Config{Nodes: 5}
+	for _, b := range All {
+		if _, ok := Lookup(b.Name()); !ok {
+			t.Errorf("%s is not found by its name", b.Name())
+		}
+		nodes := len(Topology(b.Layout(&cfg)).Service) > 0
+		for _, f := range nemesis.Names() {
+			why := Inapplicable(b, &cfg, f)
+			if !nodes && f != "pause" && why == "" {
+				t.Errorf("%s without nodes: %s applies (%q)", b.Name(), f, why)
+			}
+		}
+	}
+	if why := Inapplicable(Etcd{}, &cfg, "clock"); !strings.Contains(why, "vDSO") {
+		t.Errorf("clock on etcd: %q", why)
+	}
+	if why := Inapplicable(ZooKeeper{}, &cfg, "clock"); !strings.Contains(why, "JVM") {
+		t.Errorf("clock on zookeeper: %q", why)
+	}
+	if why := Inapplicable(Redis{}, &cfg, "failover"); !strings.Contains(why, "Sentinel") {
+		t.Errorf("failover on redis: %q", why)
+	}
+	for _, f := range nemesis.Names() {
+		if why := Inapplicable(Sentinel{}, &cfg, f); why != "" {
+			t.Errorf("%s on redis-sentinel: %q", f, why)
+		}
+	}
+}
+
+func TestSpecRoundTrip(t *testing.T) {
+	s := Spec{Process: "c1", Backend: "redis", LockAddrs: []string{"redis:6379"}, TTL: config.Duration(2e9), Seed: -3}
+	data, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeSpec(data)
+	if err != nil || back.Process != s.Process || back.TTL != s.TTL || back.Seed != s.Seed || back.LockAddrs[0] != "redis:6379" {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	if _, err := DecodeSpec("--process c1"); err == nil {
+		t.Error("flags taken for a spec")
+	}
+}

@@ -1,0 +1,51 @@
+package backends
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/lockbench/lockbench/config"
+)
+
+// Spec is everything one in-container worker runs from. The runner writes
+// it, serialized, as the worker's one argument, so that no setting has a
+// default of its own on the worker's side.
+type Spec struct {
+	Process  string `json:"process"`
+	Workload string `json:"workload"`
+	Backend  string `json:"backend"`
+	// LockAddrs are the lock service's addresses (Layout.Addrs).
+	LockAddrs []string `json:"lock_addrs,omitempty"`
+	// Store is where the protected value lives (config.Stores), StoreAddr
+	// the lockbench store's address.
+	Store     string          `json:"store"`
+	StoreAddr string          `json:"store_addr"`
+	Key       string          `json:"key"`
+	TTL       config.Duration `json:"ttl"`
+	// Seed seeds this client's random choices.
+	Seed int64 `json:"seed"`
+	// Epoch is the run's start on CLOCK_MONOTONIC, in ns.
+	Epoch          int64           `json:"epoch"`
+	WorkMax        config.Duration `json:"work_max"`
+	OpTimeout      config.Duration `json:"op_timeout"`
+	AcquireTimeout config.Duration `json:"acquire_timeout"`
+	CheckLease     bool            `json:"check_lease"`
+}
+
+// Encode serializes the spec for the worker's command line.
+func (s Spec) Encode() (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encode worker spec: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeSpec reads a spec written by Encode.
+func DecodeSpec(data string) (Spec, error) {
+	var s Spec
+	if err := json.Unmarshal([]byte(data), &s); err != nil {
+		return s, fmt.Errorf("worker spec: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,187 @@
+// Package config holds what a user chooses for a run: the configuration
+// test.json stores, --replay reads back, and every backend and fault is
+// built from. It knows no backend and no fault; which ones exist and
+// whether they fit together is for the packages that define them.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/store"
+)
+
+// Workloads, pause targets and Redis persistence settings this build
+// knows.
+var (
+	Workloads = []string{"counter", "set"}
+	// PauseTargets are whom the client pause freezes.
+	PauseTargets = []string{"holder", "random", "all"}
+	// Persistences are the Redis persistence settings for --redis-persistence.
+	Persistences = []string{"none", "everysec", "always"}
+)
+
+// DefaultStore is the fenced lockbench store; a lock service may keep the
+// protected value itself (backends.Keeper).
+const DefaultStore = "lockbench"
+
+// NoFault is the nemesis of a run without faults.
+const NoFault = "none"
+
+// Config is what a user chooses for a run; it is stored in test.json.
+type Config struct {
+	Backend         string      `json:"backend"`
+	Workload        string      `json:"workload"`
+	Nemesis         []string    `json:"nemesis"`
+	Fence           store.Fence `json:"fence"`
+	Store           string      `json:"store"`
+	Nodes           int         `json:"nodes,omitempty"`
+	TTL             Duration    `json:"ttl"`
+	TimeLimit       Duration    `json:"time_limit"`
+	Concurrency     int         `json:"concurrency"`
+	Seed            int64       `json:"seed"`
+	NemesisInterval Duration    `json:"nemesis_interval"`
+	FaultDuration   Duration    `json:"fault_duration"`
+	PauseTarget     string      `json:"pause_target"`
+	RestartDelay    Duration    `json:"restart_delay"`
+	// RedisPersistence is how Redis nodes keep data across a restart.
+	RedisPersistence string   `json:"redis_persistence"`
+	WorkMax          Duration `json:"work_max"`
+	OpTimeout        Duration `json:"op_timeout"`
+	CheckTimeout     Duration `json:"check_timeout"`
+	// CheckLease makes clients skip the write when they already know their
+	// lease is lost.
+	CheckLease bool `json:"check_lease"`
+}
+
+// Key is the key of the shared resource, and the lock's name.
+const Key = "x"
+
+// ErrUsage marks a configuration error: exit code 254.
+var ErrUsage = errors.New("bad arguments")
+
+// Usage is a configuration error, wrapped in ErrUsage.
+func Usage(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+}
+
+// Check reports the first error in the choices that need no knowledge of
+// backends and faults, wrapped in ErrUsage, and fills in defaults.
+func (c *Config) Check() error {
+	if !slices.Contains(Workloads, c.Workload) {
+		return Usage("unknown workload %q (want one of %s)", c.Workload, strings.Join(Workloads, ", "))
+	}
+	if len(c.Nemesis) == 0 {
+		c.Nemesis = []string{NoFault}
+	}
+	for i, n := range c.Nemesis {
+		if n == NoFault && len(c.Nemesis) > 1 {
+			return Usage("nemesis none cannot be combined with other faults")
+		}
+		if slices.Contains(c.Nemesis[:i], n) {
+			return Usage("nemesis %s is asked for twice", n)
+		}
+	}
+	if _, err := store.ParseFence(string(c.Fence)); err != nil {
+		return Usage("%v", err)
+	}
+	if c.Store == "" {
+		c.Store = DefaultStore
+	}
+	// Renewals run every TTL/3 and Redis calls are bounded by TTL/4: below
+	// 100 ms these are shorter than a container's scheduling noise.
+	if c.TTL.D() < 100*time.Millisecond {
+		return Usage("--ttl must be at least 100ms, got %s", c.TTL.D())
+	}
+	if c.TimeLimit.D() <= 0 {
+		return Usage("--time-limit must be positive, got %s", c.TimeLimit.D())
+	}
+	if c.Concurrency < 1 || c.Concurrency > 64 {
+		return Usage("--concurrency must be between 1 and 64, got %d", c.Concurrency)
+	}
+	if c.NemesisInterval.D() <= 0 {
+		return Usage("--nemesis-interval must be positive, got %s", c.NemesisInterval.D())
+	}
+	if c.PauseTarget == "" {
+		c.PauseTarget = "holder"
+	}
+	if !slices.Contains(PauseTargets, c.PauseTarget) {
+		return Usage("unknown --pause-target %q (want one of %s)", c.PauseTarget, strings.Join(PauseTargets, ", "))
+	}
+	if c.RedisPersistence == "" {
+		c.RedisPersistence = "none"
+	}
+	if !slices.Contains(Persistences, c.RedisPersistence) {
+		return Usage("unknown --redis-persistence %q (want one of %s)", c.RedisPersistence, strings.Join(Persistences, ", "))
+	}
+	if c.RestartDelay.D() < 0 {
+		return Usage("--restart-delay must not be negative, got %s", c.RestartDelay.D())
+	}
+	if c.FaultDuration.D() <= 0 {
+		return Usage("--fault-duration must be positive, got %s", c.FaultDuration.D())
+	}
+	return nil
+}
+
+// CheckTimes reports the first error in how the run's times fit together,
+// wrapped in ErrUsage.
+func (c *Config) CheckTimes() error {
+	if c.TTL.D() >= c.TimeLimit.D() {
+		return Usage("--ttl %s must be shorter than --time-limit %s: no lease could expire, let alone be taken over, within the run", c.TTL.D(), c.TimeLimit.D())
+	}
+	if c.Faulted() && c.FaultDuration.D() >= c.TimeLimit.D() {
+		return Usage("--fault-duration %s must be shorter than --time-limit %s: the first fault would outlast the run", c.FaultDuration.D(), c.TimeLimit.D())
+	}
+	if c.WorkMax.D() < 0 {
+		return Usage("--work-max must not be negative, got %s", c.WorkMax.D())
+	}
+	if c.OpTimeout.D() <= 0 {
+		return Usage("--op-timeout must be positive, got %s", c.OpTimeout.D())
+	}
+	if c.CheckTimeout.D() <= 0 {
+		return Usage("--check-timeout must be positive, got %s", c.CheckTimeout.D())
+	}
+	return nil
+}
+
+// TestName names the test for the results tree, e.g. redis-counter-pause-fence-none.
+func (c *Config) TestName() string {
+	if c.Store != DefaultStore {
+		return fmt.Sprintf("%s-%s-%s-store-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Store)
+	}
+	return fmt.Sprintf("%s-%s-%s-fence-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
+}
+
+// Faulted reports whether the run asks for any fault.
+func (c *Config) Faulted() bool { return !(len(c.Nemesis) == 1 && c.Nemesis[0] == NoFault) }
+
+// Has reports whether the run asks for the fault named f.
+func (c *Config) Has(f string) bool { return slices.Contains(c.Nemesis, f) }
+
+// Duration is a time.Duration written as "2s" in JSON, so test.json reads
+// as the command line did.
+type Duration time.Duration
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}

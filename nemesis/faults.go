@@ -1,0 +1,91 @@
+package nemesis
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Env is what one run's faults are built from.
+type Env struct {
+	Cluster  Cluster
+	Topology Topology
+	Holders  Holders
+	// PauseTarget is whom the client pause freezes (TargetHolder, …).
+	PauseTarget  string
+	RestartDelay time.Duration
+	TTL          time.Duration
+}
+
+// Kind is a fault the harness can inject: one file defines it, and one line
+// of Kinds registers it.
+type Kind struct {
+	Name string
+	// Needs says what a lock service laid out as t lacks for the fault to
+	// act on it ("has no lock-service nodes for kill"), or "" when the fault
+	// can act. It reads only the layout a backend declares before anything
+	// starts, so that `run` and `matrix` refuse by the same rule.
+	Needs func(t Topology) string
+	// New builds the fault for one run, once its containers are up.
+	New func(ctx context.Context, e Env) Fault
+	// NetAdmin is set when the fault sets firewall rules inside the run's
+	// containers, which then need the NET_ADMIN capability.
+	NetAdmin bool
+	// Outlived is set when a lease outlives a fault shorter than its TTL
+	// (a freeze, a cut): such a run can rarely make two holders.
+	Outlived bool
+}
+
+// Kinds are the faults this build knows, in the order they are healed:
+// frozen and killed nodes come back before firewall rules are flushed in
+// them.
+var Kinds = []Kind{
+	pauseKind,
+	pauseNodeKind,
+	killKind,
+	clockKind,
+	partitionKind,
+	failoverKind,
+}
+
+// Names are the faults' names, in the order of Kinds.
+func Names() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// Lookup finds the fault named name.
+func Lookup(name string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Build makes the faults named, in healing order (that of Kinds); names
+// holds no fault for a run without faults.
+func Build(ctx context.Context, names []string, e Env) []Fault {
+	var faults []Fault
+	for _, k := range Kinds {
+		if slices.Contains(names, k.Name) {
+			faults = append(faults, k.New(ctx, e))
+		}
+	}
+	return faults
+}
+
+// needsNodes is the need of every fault that acts on the lock service's
+// own nodes.
+func needsNodes(name string) func(Topology) string {
+	return func(t Topology) string {
+		if len(t.Service) == 0 {
+			return "has no lock-service nodes for " + name
+		}
+		return ""
+	}
+}

@@ -1,0 +1,159 @@
+// Package rundir owns a run's directory: its place in the results tree,
+// the names of its files, and the schemas of test.json and results.json
+// with their reading and writing. The runner writes a run, the report
+// draws it and the matrix links to it, all through this one description.
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/config"
+)
+
+// Files of a run's directory.
+const (
+	TestFile      = "test.json"
+	HistoryFile   = "history.jsonl"
+	StoreFile     = "store.log"
+	ResultsFile   = "results.json"
+	LogsDir       = "logs"
+	HTMLFile      = "report.html"
+	LinearFile    = "linear.html"
+	AnomaliesFile = "anomalies.md"
+)
+
+// Files of a matrix's directory; matrix.json is what marks one.
+const (
+	MatrixJSON     = "matrix.json"
+	MatrixMarkdown = "matrix.md"
+)
+
+// StartLayout names a run's directory inside its test's: its start time.
+const StartLayout = "20060102T150405.000Z"
+
+// Path is the directory of the run of the test named name started at
+// start, under the results tree root: <root>/<name>/<start>.
+func Path(root, name string, start time.Time) string {
+	return filepath.Join(root, name, start.UTC().Format(StartLayout))
+}
+
+// Test is test.json: everything needed to understand and re-check a run.
+type Test struct {
+	Name    string        `json:"name"`
+	RunID   string        `json:"run_id"`
+	Start   time.Time     `json:"start"`
+	Command []string      `json:"command,omitempty"`
+	Config  config.Config `json:"config"`
+	Image   string        `json:"image"`
+	// Images are the other images the service's nodes run, by kind
+	// (images.Kind), when it has any.
+	Images   map[string]string `json:"images,omitempty"`
+	Versions map[string]string `json:"versions"`
+	// Health is what the service's health check said before the workload.
+	Health string `json:"health,omitempty"`
+	// End is set once the clients have stopped and their events are all
+	// recorded; a run without it was cut short (the harness was killed).
+	End *time.Time `json:"end,omitempty"`
+}
+
+// ResultsSchema is the version of results.json's layout; it grows when a
+// field changes meaning or goes away, so that tools reading stored runs can
+// tell which they have.
+const ResultsSchema = 1
+
+// Results is results.json: the verdict of every checker on one run.
+type Results struct {
+	Dir    string `json:"-"`
+	Schema int    `json:"schema"`
+	// Lockbench is the version of the lockbench that judged the run, which
+	// may be newer than the one that ran it (test.json's).
+	Lockbench string            `json:"lockbench"`
+	Test      string            `json:"test"`
+	Seed      int64             `json:"seed"`
+	Verdict   checkers.Verdict  `json:"verdict"`
+	Checkers  []checkers.Result `json:"checkers"`
+	// Evidence qualifies a valid verdict whose faults never reached a
+	// holder (checkers.WeakEvidence); empty otherwise.
+	Evidence string `json:"evidence,omitempty"`
+	Events   int    `json:"events"`
+	// Lease is the lease model the exclusion checker judged the lock by.
+	Lease   checkers.Lease `json:"lease"`
+	Notes   []string       `json:"notes,omitempty"`
+	Checked time.Time      `json:"checked"`
+}
+
+// ErrNotARun marks a directory that holds no readable run.
+var ErrNotARun = errors.New("not a lockbench run")
+
+// ReadTest reads the test.json of the run stored in dir, and returns it
+// decoded and as it is on disk; a directory without one is ErrNotARun.
+func ReadTest(dir string) (Test, []byte, error) {
+	var test Test
+	data, err := os.ReadFile(filepath.Join(dir, TestFile))
+	if err != nil {
+		return test, nil, fmt.Errorf("%w: %s: %w", ErrNotARun, dir, err)
+	}
+	if err := json.Unmarshal(data, &test); err != nil {
+		return test, nil, fmt.Errorf("%w: %s: %w", ErrNotARun, filepath.Join(dir, TestFile), err)
+	}
+	return test, data, nil
+}
+
+// ReadResults reads the results.json of the run stored in dir.
+func ReadResults(dir string) (Results, error) {
+	res := Results{Dir: dir}
+	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", ResultsFile, err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return res, fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
+	}
+	return res, nil
+}
+
+// WriteJSON writes v, indented, to the file name of dir.
+func WriteJSON(dir, name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// Print writes the verdict for people: one line per checker with its first
+// anomalies, then the overall verdict and where the evidence is.
+func (rep *Results) Print(w io.Writer) {
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, r := range rep.Checkers {
+		fmt.Fprintf(w, "  %-13s %-8s %s\n", r.Checker, r.Valid, r.Summary)
+		if r.Reason != "" {
+			fmt.Fprintf(w, "  %13s          %s\n", "", r.Reason)
+		}
+		for i, a := range r.Anomalies {
+			if i == 3 {
+				fmt.Fprintf(w, "  %13s          … %d more in %s\n", "", len(r.Anomalies)-i, ResultsFile)
+				break
+			}
+			fmt.Fprintf(w, "  %13s          %s: %s\n", "", a.Kind, a.Message)
+		}
+	}
+	verdict := string(rep.Verdict)
+	if rep.Evidence != "" {
+		verdict = rep.Evidence
+	}
+	fmt.Fprintf(w, "verdict: %s (%s, seed %d)\nresults: %s\nreport:  %s\n", verdict, rep.Test, rep.Seed, rep.Dir,
+		filepath.Join(rep.Dir, HTMLFile))
+}
