@@ -43,8 +43,8 @@ const ZooKeeperHeartbeats = 8
 // Curator's Technical Note 14 advises, a suspended connection (Disconnected)
 // is treated as loss of the lock, not only an expired session: while
 // disconnected the client cannot know whether the ensemble has expired its
-// session and given the lock to someone else. A lost session is closed and
-// never reconnected; the next Acquire starts a new one.
+// session and given the lock to someone else. A lost session is closed at
+// once and never reconnected; the next Acquire starts a new one.
 //
 // The fencing token is the czxid of the holder's znode: the zxid of the
 // transaction that created it, which grows across the whole ensemble and
@@ -210,6 +210,11 @@ func (z *ZooKeeper) heartbeat(s *zkSession) {
 	for {
 		select {
 		case <-s.lost:
+			// Closed at once: the library would otherwise reconnect and
+			// revive a session the ensemble has not expired yet, whose
+			// znode would then keep the lock from the others while this
+			// client believes it lost.
+			s.conn.Close()
 			return
 		case <-tick.C:
 		}
