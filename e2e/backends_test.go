@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +13,9 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/store"
 )
+
+// healthLine is what a consensus service's readiness check prints.
+var healthLine = regexp.MustCompile(`^(\d+) members, leader (\S+)$`)
 
 func readTest(t *testing.T, dir string) rundir.Test {
 	t.Helper()
@@ -46,8 +51,24 @@ func TestBackendsWithoutFaults(t *testing.T) {
 				// A service with a whole-service check (all members, a
 				// leader) passed it before the workload, and said so.
 				var cfg config.Config
-				if b.Layout(&cfg).Ready != nil && readTest(t, r.dir).Health == "" {
+				layout := b.Layout(&cfg)
+				health := readTest(t, r.dir).Health
+				if layout.Ready != nil && health == "" {
 					t.Errorf("%s: no health recorded before the workload", backend)
+				}
+				// A service that elects its own leader (no Sentinels to
+				// name one) names all its members and the leader.
+				var members []string
+				elects := layout.Ready != nil && layout.Leader != nil && !layout.Independent
+				for _, s := range layout.Services {
+					elects = elects && !s.Sentinel
+					members = append(members, s.Node.Name)
+				}
+				if elects {
+					m := healthLine.FindStringSubmatch(health)
+					if m == nil || m[1] != fmt.Sprint(len(members)) || !slices.Contains(members, m[2]) {
+						t.Errorf("%s: health %q does not name all %d members %v and one of them as leader", backend, health, len(members), members)
+					}
 				}
 			})
 		}

@@ -365,7 +365,7 @@ func TestBadInput(t *testing.T) {
 		exit int
 		want string
 	}{
-		{"unknown backend", nil, []string{"run", "--backend", "zookeeper"}, 254, "unknown backend"},
+		{"unknown backend", nil, []string{"run", "--backend", "memcached"}, 254, "unknown backend"},
 		{"negative ttl", nil, []string{"run", "--ttl", "-2s"}, 254, "--ttl"},
 		{"unknown flag", nil, []string{"run", "--frobnicate"}, 254, "unknown flag"},
 		{"bad fence", nil, []string{"run", "--fence", "some"}, 254, "fence"},

@@ -90,15 +90,26 @@ func Ensure(ctx context.Context, cli *client.Client, opts Options) (string, erro
 	return tag, nil
 }
 
+// pruneGrace is how long a node image of another binary is kept. Two
+// lockbench binaries (a test binary and a `make` build, two checkouts) may
+// run side by side on one engine; an image built by one of them minutes ago
+// may be about to start its next run's containers, which the engine's "in
+// use" refusal does not cover.
+const pruneGrace = time.Hour
+
 // pruneNodes removes node images of earlier binaries, so that rebuilding on
 // every change of the binary does not fill the disk. An image still used by
-// a container is refused by the engine and stays.
+// a container is refused by the engine and stays; one built within
+// pruneGrace stays too.
 func pruneNodes(ctx context.Context, cli *client.Client, keep string) {
 	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", NodeRepo))})
 	if err != nil {
 		return
 	}
 	for _, img := range list {
+		if time.Since(time.Unix(img.Created, 0)) < pruneGrace {
+			continue
+		}
 		if !slices.Contains(img.RepoTags, keep) {
 			_, _ = cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true})
 		}
