@@ -173,17 +173,26 @@ func staleWindows(t *testing.T, dir string) []checkers.Window {
 	if ex.Valid != checkers.Valid {
 		t.Fatalf("exclusion: %s (%s), want valid: a pause breaks no promise of the lock", ex.Valid, ex.Summary)
 	}
+	// A window can also open without a fault: on a loaded machine a grant
+	// can take a whole TTL to reach its client. Such windows are told like
+	// the others but belong to no fault.
 	var stale []checkers.Window
+	var byFaults int64
 	for _, w := range ex.Windows {
 		if w.Kind != "stale-belief" {
 			continue
 		}
 		stale = append(stale, w)
-		if w.From >= w.To || w.Fault < 0 || !strings.Contains(w.Message, "valid at least until") {
-			t.Errorf("stale window %+v: want bounds, a fault and the lease's expiry told", w)
+		if w.From >= w.To || !strings.Contains(w.Message, "valid at least until") {
+			t.Errorf("stale window %+v: want bounds and the lease's expiry told", w)
+		}
+		if w.Fault >= 0 {
+			byFaults++
+		} else {
+			t.Logf("a stale window no fault opened: %s", w.Message)
 		}
 	}
-	if len(stale) == 0 || ex.Counts["stale_beliefs"] != int64(len(stale)) {
+	if byFaults == 0 || ex.Counts["stale_beliefs"] != int64(len(stale)) {
 		t.Fatalf("stale windows %+v, counts %v: the pauses opened none", ex.Windows, ex.Counts)
 	}
 	var opened int64
@@ -193,8 +202,8 @@ func staleWindows(t *testing.T, dir string) []checkers.Window {
 			t.Errorf("fault %+v opened a window but is not said to have hit a holder", f)
 		}
 	}
-	if opened != int64(len(stale)) {
-		t.Errorf("faults opened %d windows, the checker found %d", opened, len(stale))
+	if opened != byFaults {
+		t.Errorf("faults opened %d windows, the checker attributes %d to them", opened, byFaults)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil {
@@ -298,7 +307,7 @@ func TestPauseWithoutFenceLosesUpdates(t *testing.T) {
 		if a.Kind == "stale-write-accepted" {
 			for _, want := range []string{a.Clients[0], fmt.Sprintf("token %d", a.Tokens[0]), fmt.Sprintf("token %d", a.Tokens[1]), "paused by the nemesis", "```mermaid"} {
 				if !strings.Contains(string(md), want) {
-					t.Errorf("anomalies.md does not mention %q", want)
+					t.Errorf("anomalies.md does not mention %q (the run's notes: %q)", want, readReport(t, r.dir).Notes)
 				}
 			}
 			break

@@ -87,23 +87,32 @@ func Load(dir, key string) (Input, error) {
 	return in, nil
 }
 
+// ErrDegraded marks a Write that wrote every page but had to draw some of
+// them without what failed to draw.
+var ErrDegraded = errors.New("report pages drawn in part")
+
 // Write renders report.html, linear.html and anomalies.md into dir. Drawing
-// never takes the verdict with it: a page that fails to draw is drawn again
-// from the verdict alone, with a note saying what failed.
+// never takes the verdict with it, and one page that fails to draw costs
+// only that page: report.html is drawn again from the verdict alone with a
+// note saying what failed, the other pages are drawn from the full
+// analysis. Every page is still written; the error then wraps ErrDegraded
+// and names what failed, so that the caller can say so next to the verdict.
 func Write(dir string, in Input) error {
-	var an *analysis
-	var page bytes.Buffer
-	draw := func(in Input) error {
-		page.Reset()
-		return recovered(rundir.HTMLFile, func() error {
-			an = analyze(in)
-			return an.writeHTML(&page)
-		})
+	var failed []error
+	bare := func(err error) *analysis {
+		return analyze(Input{Test: in.Test, Results: in.Results, Verdict: in.Verdict, Key: in.Key,
+			Notes: append(slices.Clone(in.Notes), fmt.Sprintf("%v; the page shows the verdict without the timeline and plots", err))})
 	}
-	if err := draw(in); err != nil {
-		bare := Input{Test: in.Test, Results: in.Results, Verdict: in.Verdict, Key: in.Key,
-			Notes: append(slices.Clone(in.Notes), fmt.Sprintf("%v; the page shows the verdict without the timeline and plots", err))}
-		if err := draw(bare); err != nil {
+	var an *analysis
+	if err := recovered("the analysis", func() error { an = analyze(in); return nil }); err != nil {
+		failed = append(failed, err)
+		an = bare(err)
+	}
+	var page bytes.Buffer
+	if err := recovered(rundir.HTMLFile, func() error { return an.writeHTML(&page) }); err != nil {
+		failed = append(failed, err)
+		page.Reset()
+		if err := recovered(rundir.HTMLFile, func() error { return bare(err).writeHTML(&page) }); err != nil {
 			return err
 		}
 	}
@@ -112,6 +121,7 @@ func Write(dir string, in Input) error {
 	}
 	var lin bytes.Buffer
 	if err := recovered(rundir.LinearFile, func() error { return an.writeLinear(&lin) }); err != nil {
+		failed = append(failed, err)
 		lin.Reset()
 		fmt.Fprintf(&lin, "<!doctype html><title>%s</title><p>%s</p>\n", rundir.LinearFile, html.EscapeString(err.Error()))
 	}
@@ -120,10 +130,14 @@ func Write(dir string, in Input) error {
 	}
 	var md []byte
 	if err := recovered(rundir.AnomaliesFile, func() error { md = an.markdown(); return nil }); err != nil {
+		failed = append(failed, err)
 		md = []byte(err.Error() + "\n")
 	}
 	if err := os.WriteFile(filepath.Join(dir, rundir.AnomaliesFile), md, 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: %w", ErrDegraded, errors.Join(failed...))
 	}
 	return nil
 }

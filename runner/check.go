@@ -61,7 +61,11 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 	// is a note, not a failed check.
 	if err := report.Write(dir, report.Input{Test: data, History: events, Store: log, Results: rep.Checkers,
 		Verdict: rep.Verdict, Notes: rep.Notes, Key: config.Key, Lease: in.Lease, LinearTimeout: linearTimeout}); err != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("report pages not written: %v", err))
+		note := fmt.Sprintf("report pages not written: %v", err)
+		if errors.Is(err, report.ErrDegraded) {
+			note = err.Error()
+		}
+		rep.Notes = append(rep.Notes, note)
 		if err := rundir.WriteJSON(dir, rundir.ResultsFile, rep); err != nil {
 			return nil, err
 		}
