@@ -104,6 +104,8 @@ const (
 
 // CellResult is a cell's runs and what they say against the expectation.
 type CellResult struct {
+	// Index is the cell's place in the grid.
+	Index         int         `json:"index"`
 	Cell          Cell        `json:"cell"`
 	Expect        string      `json:"expect"`
 	Reason        string      `json:"reason"`
@@ -118,20 +120,21 @@ type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*
 
 // Run runs every cell runs times, one run at a time (the machine's cores
 // are the cluster's), and judges each cell as soon as its runs are done.
-func Run(ctx context.Context, cells []Cell, runs int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
+// Run i of the cell at place p of the grid has seed base.Seed + p×runs + i,
+// whichever shard runs it.
+func Run(ctx context.Context, cells []Planned, runs int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
 	var out []CellResult
-	seed := base.Seed
-	for _, c := range cells {
+	for _, p := range cells {
 		if ctx.Err() != nil {
 			break
 		}
-		cr := CellResult{Cell: c}
+		c := p.Cell
+		cr := CellResult{Index: p.Index, Cell: c}
 		cr.Expect, cr.Reason = exp.For(c)
 		began := time.Now()
 		for i := 0; i < runs && ctx.Err() == nil; i++ {
 			cfg := c.config(base)
-			cfg.Seed = seed
-			seed++
+			cfg.Seed = base.Seed + int64(p.Index*runs+i)
 			fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
 			rep, err := run(ctx, cfg, opts)
 			cr.Runs = append(cr.Runs, result(cfg, rep, err))

@@ -40,7 +40,6 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&t.ttl, "ttl", 2*time.Second, "lease time to live")
 	f.DurationVar(&t.limit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
-	f.StringVar(&t.results, "results", "results", "root of the results tree")
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
 	f.DurationVar(&t.faultFor, "fault-duration", 0, "how long each fault lasts (default 2×ttl)")
 	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "clients the pause freezes: holder, random, all")
@@ -51,6 +50,11 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
 	f.DurationVar(&t.checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
 	addImageFlags(f, &t.method, &t.mirror)
+}
+
+// addResults adds --results, which `matrix` shares with its subcommands.
+func (t *testFlags) addResults(f *pflag.FlagSet) {
+	f.StringVar(&t.results, "results", "results", "root of the results tree")
 }
 
 func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
@@ -224,6 +228,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&leave, "leave-running", false, "keep the cluster up after the run (faults healed) to look at it; remove it with lockbench clean --run ID")
 	out.add(f)
 	t.add(f)
+	t.addResults(f)
 	completeFlags(cmd)
 	if err := cmd.RegisterFlagCompletionFunc("replay", completeRunDirs); err != nil {
 		panic(err)
