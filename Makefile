@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test unit bench fuzz compose clean
+.PHONY: all build deps images run test lint unit bench fuzz compose clean
 
 all: build
 
@@ -21,8 +21,8 @@ build:
 
 # Debian packages: debootstrap builds the node image's base when no
 # registry is reachable, a C compiler builds the clock shim, and Chromium
-# renders the reports in their test.
-PACKAGES := debootstrap gcc chromium
+# renders the reports in their test; shellcheck checks the workflow's scripts.
+PACKAGES := debootstrap gcc chromium shellcheck
 deps:
 	@missing=""; for p in $(PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing$$missing (Debian packages)"; \
@@ -35,9 +35,16 @@ images: build deps
 run: images
 	@$(BIN) run $(RUN_ARGS); s=$$?; [ $$s -le 2 ] || exit $$s
 
-test: deps
+test: deps lint
 	go vet ./...
 	$(GO_TEST) ./...
+
+# The workflow has no other test before it runs on GitHub: actionlint
+# checks its syntax, expressions, job graph and action inputs (and its
+# shell scripts, when shellcheck is installed).
+ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+lint:
+	$(ACTIONLINT) .github/workflows/lockbench.yml
 
 unit:
 	$(GO_TEST) -short ./...
