@@ -138,6 +138,15 @@ func newMatrixCmd() *cobra.Command {
 				}
 				return out.emit(pl)
 			}
+			remote, err := t.ctl.onEngine()
+			if err != nil {
+				return err
+			}
+			ctx, release := interruptible()
+			defer release()
+			if remote {
+				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"expectations"}, outputs: []string{"junit"}})
+			}
 			began := time.Now()
 			dir := matrixDir(opts.Results, began)
 			if shard != nil {
@@ -146,8 +155,6 @@ func newMatrixCmd() *cobra.Command {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return fail(exitHarness, fmt.Errorf("matrix directory: %w", err))
 			}
-			ctx, release := interruptible()
-			defer release()
 			results := matrix.Run(ctx, plan, runs, base, opts, exp, runner.Run, opts.Out)
 			sum := matrix.Summary{Started: began.UTC(), Seconds: time.Since(began).Seconds(), Runs: runs,
 				Cells: results, Skipped: skipped, Exit: matrix.Exit(results), Interrupted: ctx.Err() != nil,

@@ -32,6 +32,7 @@ type testFlags struct {
 	fence, method, mirror, results                              string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay                                                time.Duration
+	ctl                                                         controllerFlag
 }
 
 func (t *testFlags) add(f *pflag.FlagSet) {
@@ -50,6 +51,7 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
 	f.DurationVar(&t.checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
 	addImageFlags(f, &t.method, &t.mirror)
+	t.ctl.add(f)
 }
 
 // addResults adds --results, which `matrix` shares with its subcommands.
@@ -86,7 +88,8 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
 	}
-	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout, Command: os.Args}, nil
+	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout, Command: os.Args,
+		Controller: controllerOf()}, nil
 }
 
 // stopSignals are the ways to end lockbench that can be caught: Ctrl-C,
@@ -135,7 +138,7 @@ func interruptible() (context.Context, func()) {
 
 // replayable are the flags --replay allows: where and how to run, never
 // what to test, which comes from the replayed run's test.json.
-var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running"}
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running", "controller"}
 
 func newRunCmd() *cobra.Command {
 	var (
@@ -181,8 +184,15 @@ func newRunCmd() *cobra.Command {
 			for _, w := range runner.Warnings(&cfg) {
 				fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 			}
+			remote, err := t.ctl.onEngine()
+			if err != nil {
+				return err
+			}
 			ctx, release := interruptible()
 			defer release()
+			if remote {
+				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"replay"}})
+			}
 			var reps []*rundir.Results
 			for i := range count {
 				run := cfg
