@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test lint unit bench fuzz compose clean
+.PHONY: all build deps images run test lint unit bench parallelism fuzz compose clean
 
 all: build
 
@@ -56,6 +56,12 @@ bench: images
 	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
 	go test -run '^$$' -bench 'BringUp|LockCycles' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/
+
+# matrix --parallel 1, 2 and 4 on one grid of expected-valid and
+# expected-invalid cells: wall time against one at a time, detection rate,
+# false positives (about 25 minutes on 2 cores; by hand, not in CI).
+parallelism: images
+	go test -run '^$$' -bench 'ParallelCells' -benchtime 1x -timeout 60m ./e2e/
 
 # Each target fuzzes for FUZZTIME; the seed corpora under testdata/fuzz are
 # in git and also run as plain tests.

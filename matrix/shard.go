@@ -58,6 +58,16 @@ func EstimateAll(cells []Planned, runs int, base config.Config) time.Duration {
 	return d
 }
 
+// EstimateParallel is about how long the cells take run k at a time: the
+// longest of k lanes dealt as k shards would be.
+func EstimateParallel(cells []Planned, runs, k int, base config.Config) time.Duration {
+	var longest time.Duration
+	for i := 1; i <= k; i++ {
+		longest = max(longest, EstimateAll(Shard{i, k}.Of(cells, base), runs, base))
+	}
+	return longest
+}
+
 // Shard is the slice I of N of a grid (1 ≤ I ≤ N), as --shard I/N names it.
 type Shard struct {
 	Index int `json:"index"`

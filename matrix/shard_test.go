@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,7 +111,7 @@ func shardParts(t *testing.T, cells []Cell, n int, exp *Expectations) []Part {
 	for i := 1; i <= n; i++ {
 		s := Shard{i, n}
 		mine := s.Of(Plan(cells), shardBase)
-		res := Run(context.Background(), mine, 2, shardBase, runner.Options{}, exp, seedRun, new(strings.Builder))
+		res := Run(context.Background(), mine, 2, 1, shardBase, runner.Options{}, exp, seedRun, new(strings.Builder))
 		dir := filepath.Join("results", "matrix", "shard")
 		sr := &ShardRun{Shard: s, Dir: dir, Cells: []int{}}
 		for _, p := range mine {
@@ -142,7 +145,7 @@ func TestMergeIsTheWholeGrid(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells := shardGrid(t)
-	whole := Run(context.Background(), Plan(cells), 2, shardBase, runner.Options{}, exp, seedRun, new(strings.Builder))
+	whole := Run(context.Background(), Plan(cells), 2, 1, shardBase, runner.Options{}, exp, seedRun, new(strings.Builder))
 	for _, n := range []int{2, 3} {
 		merged, err := Merge(shardParts(t, cells, n, exp))
 		if err != nil {
@@ -233,5 +236,51 @@ func TestReadPartsSkipsMergesRefusesGarbage(t *testing.T) {
 	}
 	if _, err := ReadParts([]string{filepath.Join(dir, "empty")}); !errors.Is(err, ErrMismatch) {
 		t.Errorf("a broken matrix.json: %v", err)
+	}
+}
+
+// K cells at a time: as many runs at once as asked and no more, the
+// results in grid order with the seeds and verdicts of one at a time.
+func TestRunParallelKeepsOrderAndSeeds(t *testing.T) {
+	exp, err := LoadExpectations("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := shardGrid(t)
+	var mu sync.Mutex
+	running, most := 0, 0
+	slow := func(ctx context.Context, cfg config.Config, o runner.Options) (*rundir.Results, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		fmt.Fprintf(o.Out, "one line\nand another\n")
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return seedRun(ctx, cfg, o)
+	}
+	var log strings.Builder
+	one := Run(context.Background(), Plan(cells), 2, 1, shardBase, runner.Options{Out: io.Discard}, exp, seedRun, io.Discard)
+	four := Run(context.Background(), Plan(cells), 2, 4, shardBase, runner.Options{Out: io.Discard}, exp, slow, &log)
+	if most != 4 {
+		t.Errorf("at most %d runs at once, want 4", most)
+	}
+	if len(four) != len(one) {
+		t.Fatalf("%d cells, want %d", len(four), len(one))
+	}
+	for i := range one {
+		if four[i].Index != one[i].Index || four[i].Outcome != one[i].Outcome || four[i].Runs[1].Seed != one[i].Runs[1].Seed {
+			t.Errorf("cell %d: %+v, one at a time %+v", i, four[i], one[i])
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n") {
+		if !strings.Contains(l, "/counter/") && !strings.Contains(l, "/set/") {
+			t.Errorf("a line without its cell: %q", l)
+		}
+	}
+	if plain := EstimateParallel(Plan(cells), 1, 1, shardBase); EstimateParallel(Plan(cells), 1, 4, shardBase) > plain/3 {
+		t.Errorf("four lanes estimated at more than a third of one")
 	}
 }

@@ -121,9 +121,8 @@ func runOnEngine(ctx context.Context, cmd *cobra.Command, opts runner.Options, f
 		return fail(exitHarness, err)
 	}
 	defer eng.Close()
-	spec.Image, err = images.Ensure(ctx, eng.Client, images.Options{Binary: opts.Binary, Method: opts.ImageMethod, Mirror: opts.Mirror, Log: opts.Out})
-	if err != nil {
-		return fail(exitHarness, fmt.Errorf("node image: %w", err))
+	if spec.Image, err = nodeImage(ctx, eng, opts); err != nil {
+		return err
 	}
 	engine := os.Getenv("DOCKER_HOST")
 	if engine == "" {
@@ -140,4 +139,24 @@ func runOnEngine(ctx context.Context, cmd *cobra.Command, opts runner.Options, f
 		return exitCode(code)
 	}
 	return nil
+}
+
+// nodeImage builds the node image of this binary when it is missing.
+func nodeImage(ctx context.Context, eng *clusters.Engine, opts runner.Options) (string, error) {
+	tag, err := images.Ensure(ctx, eng.Client, images.Options{Binary: opts.Binary, Method: opts.ImageMethod, Mirror: opts.Mirror, Log: opts.Out})
+	if err != nil {
+		return "", fail(exitHarness, fmt.Errorf("node image: %w", err))
+	}
+	return tag, nil
+}
+
+// ensureNodeImage is nodeImage on the engine DOCKER_HOST names.
+func ensureNodeImage(ctx context.Context, opts runner.Options) error {
+	eng, err := clusters.Connect(ctx)
+	if err != nil {
+		return fail(exitHarness, err)
+	}
+	defer eng.Close()
+	_, err = nodeImage(ctx, eng, opts)
+	return err
 }

@@ -47,7 +47,7 @@ func newMatrixCmd() *cobra.Command {
 	var (
 		t                   testFlags
 		axes                matrix.Axes
-		runs                int
+		runs, parallel      int
 		expectations, junit string
 		shardFlag           string
 		dryRun              bool
@@ -75,6 +75,9 @@ func newMatrixCmd() *cobra.Command {
 			opts.Out = out.human()
 			if runs < 1 {
 				return fail(exitUsage, fmt.Errorf("--runs must be at least 1, got %d", runs))
+			}
+			if parallel < 1 {
+				return fail(exitUsage, fmt.Errorf("--parallel must be at least 1, got %d", parallel))
 			}
 			var shard *matrix.Shard
 			if shardFlag != "" {
@@ -119,11 +122,11 @@ func newMatrixCmd() *cobra.Command {
 				return fail(exitUsage, fmt.Errorf("the axes leave no cell to run (%d combinations refused)", len(skipped)))
 			}
 			plan := matrix.Plan(cells)
-			estimate := matrix.EstimateAll(plan, runs, base)
+			estimate := matrix.EstimateParallel(plan, runs, parallel, base)
 			fmt.Fprintf(opts.Out, "%d cells × %d run(s), %d combinations left out; about %s\n", len(cells), runs, len(skipped), estimate.Round(time.Minute))
 			if shard != nil {
 				plan = shard.Of(plan, base)
-				estimate = matrix.EstimateAll(plan, runs, base)
+				estimate = matrix.EstimateParallel(plan, runs, parallel, base)
 				fmt.Fprintf(opts.Out, "shard %s: %d of the %d cells; about %s\n", shard, len(plan), len(cells), estimate.Round(time.Minute))
 			}
 			if dryRun {
@@ -147,6 +150,12 @@ func newMatrixCmd() *cobra.Command {
 			if remote {
 				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"expectations"}, outputs: []string{"junit"}})
 			}
+			if parallel > 1 {
+				// Built once here, not by the first runs at once.
+				if err := ensureNodeImage(ctx, opts); err != nil {
+					return err
+				}
+			}
 			began := time.Now()
 			dir := matrixDir(opts.Results, began)
 			if shard != nil {
@@ -155,7 +164,7 @@ func newMatrixCmd() *cobra.Command {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return fail(exitHarness, fmt.Errorf("matrix directory: %w", err))
 			}
-			results := matrix.Run(ctx, plan, runs, base, opts, exp, runner.Run, opts.Out)
+			results := matrix.Run(ctx, plan, runs, parallel, base, opts, exp, runner.Run, opts.Out)
 			sum := matrix.Summary{Started: began.UTC(), Seconds: time.Since(began).Seconds(), Runs: runs,
 				Cells: results, Skipped: skipped, Exit: matrix.Exit(results), Interrupted: ctx.Err() != nil,
 				Grid: matrix.GridDigest(cells, skipped, runs, base), Expectations: exp.Digest(), Lockbench: runner.Version()}
@@ -191,6 +200,7 @@ func newMatrixCmd() *cobra.Command {
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
 	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend)")
 	f.IntVar(&runs, "runs", 1, "runs per cell")
+	f.IntVar(&parallel, "parallel", 1, "cells run at once on the engine, each on its own network")
 	f.StringVar(&expectations, "expectations", "", "expectations file (default: the built-in one)")
 	f.StringVar(&shardFlag, "shard", "", "run only shard I/N of the grid's cells (balanced by estimated time; needs --seed); join the shards with matrix merge")
 	f.BoolVar(&dryRun, "dry-run", false, "list the cells and their expectations, run nothing")
