@@ -27,30 +27,30 @@ func matrixJSON(t *testing.T, r result) matrixOut {
 	return m
 }
 
-// A small grid run whole and in two shards (side by side, as two CI jobs
-// would) merges into the same cells, seeds, verdicts and expectations;
+// A small grid run whole and in two shards, all side by side, merges into the same cells, seeds, verdicts and expectations;
 // merge refuses a shard of another grid, a shard given twice, a missing
 // shard and a shard judged by other expectations, each with one line and
 // exit 254.
 func TestShardsMergeIntoTheWholeMatrix(t *testing.T) {
 	grid := []string{"matrix", "--backends", "redis,cas,nolock", "--nemeses", "none", "--fences", "none",
 		"--time-limit", "4s", "--json"}
-	// The whole grid first: it also builds the node image the shards share.
-	whole := lockbench(t, nil, append(grid, "--seed", "31", "--junit", filepath.Join(t.TempDir(), "junit.xml"))...)
+	// The whole grid and the shards side by side, as CI jobs would run.
+	rs := make([]result, 4)
+	var wg sync.WaitGroup
+	for i, args := range [][]string{{"--seed", "31", "--junit", filepath.Join(t.TempDir(), "junit.xml")},
+		{"--seed", "31", "--shard", "1/2"}, {"--seed", "31", "--shard", "2/2"}, {"--seed", "32", "--shard", "2/2"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs[i] = lockbench(t, nil, append(grid, args...)...)
+		}()
+	}
+	wg.Wait()
+	whole, shards := rs[0], rs[1:]
 	if whole.exit != 0 {
 		t.Fatalf("whole grid: exit %d", whole.exit)
 	}
 	w := matrixJSON(t, whole)
-	shards := make([]result, 3)
-	var wg sync.WaitGroup
-	for i, args := range [][]string{{"--seed", "31", "--shard", "1/2"}, {"--seed", "31", "--shard", "2/2"}, {"--seed", "32", "--shard", "2/2"}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			shards[i] = lockbench(t, nil, append(grid, args...)...)
-		}()
-	}
-	wg.Wait()
 	var dirs []string
 	for i, s := range shards {
 		if s.exit != 0 {

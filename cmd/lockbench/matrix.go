@@ -79,6 +79,10 @@ func newMatrixCmd() *cobra.Command {
 			if parallel < 1 {
 				return fail(exitUsage, fmt.Errorf("--parallel must be at least 1, got %d", parallel))
 			}
+			remote, err := t.ctl.onEngine()
+			if err != nil {
+				return err
+			}
 			var shard *matrix.Shard
 			if shardFlag != "" {
 				s, err := matrix.ParseShard(shardFlag)
@@ -140,10 +144,6 @@ func newMatrixCmd() *cobra.Command {
 					fmt.Fprintf(opts.Out, "  %-40s left out: %s\n", s.Cell.Name(), s.Reason)
 				}
 				return out.emit(pl)
-			}
-			remote, err := t.ctl.onEngine()
-			if err != nil {
-				return err
 			}
 			ctx, release := interruptible()
 			defer release()
