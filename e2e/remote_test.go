@@ -73,6 +73,11 @@ var controllerLine = regexp.MustCompile(`controller lockbench-controller-([0-9a-
 // same paths, test.json says where it ran, and nothing is left on the
 // engine: a run without faults is valid, an unfenced pause run invalid.
 func TestRemoteEngineRunsTheControllerThere(t *testing.T) {
+	// Checked here: the runs below start in goroutines, where a skip
+	// would end only the goroutine.
+	if testing.Short() {
+		t.Skip("end-to-end: starts containers")
+	}
 	host, conns := engineOverTCP(t)
 	env := []string{"DOCKER_HOST=" + host}
 	type want struct {

@@ -32,6 +32,11 @@ func matrixJSON(t *testing.T, r result) matrixOut {
 // shard and a shard judged by other expectations, each with one line and
 // exit 254.
 func TestShardsMergeIntoTheWholeMatrix(t *testing.T) {
+	// Checked here: the runs below start in goroutines, where a skip
+	// would end only the goroutine.
+	if testing.Short() {
+		t.Skip("end-to-end: starts containers")
+	}
 	grid := []string{"matrix", "--backends", "redis,cas,nolock", "--nemeses", "none", "--fences", "none",
 		"--time-limit", "4s", "--json"}
 	// The whole grid and the shards side by side, as CI jobs would run.
