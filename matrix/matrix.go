@@ -138,9 +138,10 @@ func Run(ctx context.Context, cells []Planned, runs, parallel int, base config.C
 			for i := range jobs {
 				o, l := opts, log
 				if parallel > 1 {
-					// Runs side by side print line by line, each line
-					// saying whose it is.
-					l = lines.prefixed(cells[i].Cell.Name() + ": ")
+					// Runs side by side print line by line, each of a
+					// run's lines saying whose it is (the cell's own
+					// lines start with its name already).
+					l = lines.prefixed("")
 					o.Out = lines.prefixed(cells[i].Cell.Name() + ": ")
 				}
 				out[i] = runCell(ctx, cells[i], runs, base, o, exp, run, l)
