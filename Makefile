@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test unit bench fuzz compose clean
+.PHONY: all build deps images run test lint unit bench parallelism fuzz compose clean
 
 all: build
 
@@ -21,8 +21,8 @@ build:
 
 # Debian packages: debootstrap builds the node image's base when no
 # registry is reachable, a C compiler builds the clock shim, and Chromium
-# renders the reports in their test.
-PACKAGES := debootstrap gcc chromium
+# renders the reports in their test; shellcheck checks the workflow's scripts.
+PACKAGES := debootstrap gcc chromium shellcheck
 deps:
 	@missing=""; for p in $(PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing$$missing (Debian packages)"; \
@@ -35,9 +35,16 @@ images: build deps
 run: images
 	@$(BIN) run $(RUN_ARGS); s=$$?; [ $$s -le 2 ] || exit $$s
 
-test: deps
+test: deps lint
 	go vet ./...
 	$(GO_TEST) ./...
+
+# The workflow has no other test before it runs on GitHub: actionlint
+# checks its syntax, expressions, job graph and action inputs (and its
+# shell scripts, when shellcheck is installed).
+ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+lint:
+	$(ACTIONLINT) .github/workflows/lockbench.yml
 
 unit:
 	$(GO_TEST) -short ./...
@@ -49,6 +56,12 @@ bench: images
 	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
 	go test -run '^$$' -bench 'BringUp|LockCycles' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/
+
+# matrix --parallel 1, 2 and 4 on one grid of expected-valid and
+# expected-invalid cells: wall time against one at a time, detection rate,
+# false positives (about 25 minutes on 2 cores; by hand, not in CI).
+parallelism: images
+	go test -run '^$$' -bench 'ParallelCells' -benchtime 1x -timeout 60m ./e2e/
 
 # Each target fuzzes for FUZZTIME; the seed corpora under testdata/fuzz are
 # in git and also run as plain tests.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/clusters"
@@ -77,6 +78,11 @@ type Layout struct {
 	// Leader, when set, names the node that leads now (etcd's leader, the
 	// Redis primary).
 	Leader func(ctx context.Context, ex Execer) (string, error)
+	// Startup is about how long the service takes to come up healthy and
+	// be removed on a 2-core machine (make bench's bring-up figures): what
+	// matrix adds to a cell's time limit to estimate it and to balance
+	// shards. An estimate, never a timeout.
+	Startup time.Duration
 }
 
 // Service is one node of a lock service.

@@ -42,7 +42,7 @@ func (Etcd) Layout(*config.Config) Layout {
 	for _, n := range etcdNames {
 		peers = append(peers, n+"=http://"+n+":2380")
 	}
-	l := Layout{Addrs: withPort(etcdNames, 2379),
+	l := Layout{Addrs: withPort(etcdNames, 2379), Startup: 2800 * time.Millisecond,
 		Ready: []string{"lockbench", "etcd-health", "--endpoints", strings.Join(withPort(etcdNames, 2379), ",")}}
 	for _, n := range etcdNames {
 		l.Services = append(l.Services, Service{

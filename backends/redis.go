@@ -32,6 +32,7 @@ func (Redis) Layout(cfg *config.Config) Layout {
 	return Layout{
 		Services: []Service{redisNode("redis", cfg)},
 		Addrs:    []string{"redis:6379"},
+		Startup:  800 * time.Millisecond,
 		Leader:   func(context.Context, Execer) (string, error) { return "redis", nil },
 	}
 }

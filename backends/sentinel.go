@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/clusters"
@@ -34,7 +35,8 @@ func (Sentinel) Locks() bool { return true }
 
 // Layout implements Backend.
 func (Sentinel) Layout(cfg *config.Config) Layout {
-	l := Layout{Services: []Service{redisNode("r1", cfg)}, Addrs: withPort(sentinelNames, 26379)}
+	// Six Redis processes, as Redlock's per node; not benchmarked alone.
+	l := Layout{Services: []Service{redisNode("r1", cfg)}, Addrs: withPort(sentinelNames, 26379), Startup: 2400 * time.Millisecond}
 	for _, r := range []string{"r2", "r3"} {
 		s := redisNode(r, cfg)
 		s.Node.Cmd = append(s.Node.Cmd, "--replicaof", "r1", "6379")

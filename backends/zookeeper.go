@@ -51,7 +51,7 @@ func (ZooKeeper) Locks() bool { return true }
 // as the kill left it. The heap is small and the serial collector keeps
 // three JVMs light on a small machine.
 func (ZooKeeper) Layout(cfg *config.Config) Layout {
-	l := Layout{Addrs: withPort(zkNames, 2181), Ready: zkReady()}
+	l := Layout{Addrs: withPort(zkNames, 2181), Ready: zkReady(), Startup: 4 * time.Second}
 	for i, n := range zkNames {
 		l.Services = append(l.Services, Service{
 			Node: clusters.Node{Name: n, Role: "zookeeper", Cmd: []string{"sh", "-c",

@@ -3,11 +3,16 @@
 package clusters
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/docker/cli/cli/connhelper"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -26,8 +31,19 @@ type Engine struct {
 
 // Connect reaches the engine named by DOCKER_HOST (or the local socket). The
 // engine may be older than this client, so the API version is negotiated.
+// An ssh:// engine is reached as the docker CLI reaches it: `ssh HOST docker
+// system dial-stdio`, through the CLI's own connection helper.
 func Connect(ctx context.Context) (*Engine, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if host := os.Getenv("DOCKER_HOST"); strings.HasPrefix(host, "ssh://") {
+		helper, err := connhelper.GetConnectionHelper(host)
+		if err != nil {
+			return nil, fmt.Errorf("docker client: %w", err)
+		}
+		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: helper.Dialer}}),
+			client.WithHost(helper.Host), client.WithDialContext(helper.Dialer))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
@@ -36,7 +52,7 @@ func Connect(ctx context.Context) (*Engine, error) {
 	v, err := cli.ServerVersion(ctx)
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("docker engine not reachable at %s: %w", cli.DaemonHost(), err)
+		return nil, fmt.Errorf("docker engine not reachable at %s: %w", cmp.Or(os.Getenv("DOCKER_HOST"), cli.DaemonHost()), err)
 	}
 	return &Engine{Client: cli, Version: v.Version}, nil
 }

@@ -76,7 +76,7 @@ func TestMatrixDryRunFromAnotherDirectory(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	m := regexp.MustCompile(`^(\d+) cells × 1 run\(s\), (\d+) combinations left out; about (\S+)\n`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`^(\d+) cells × 1 run\(s\), (\d+) combinations left out; \d+ at a time, about (\S+)\n`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no grid line:\n%s", out)
 	}

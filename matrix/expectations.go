@@ -93,3 +93,7 @@ func (e *Expectations) For(c Cell) (string, string) {
 	}
 	return expect, reason
 }
+
+// Digest identifies the rules: shards judged by different expectations
+// cannot be merged into one matrix.
+func (e *Expectations) Digest() string { return digest(e.Rules) }

@@ -1,11 +1,13 @@
 package matrix
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
@@ -104,6 +106,8 @@ const (
 
 // CellResult is a cell's runs and what they say against the expectation.
 type CellResult struct {
+	// Index is the cell's place in the grid.
+	Index         int         `json:"index"`
 	Cell          Cell        `json:"cell"`
 	Expect        string      `json:"expect"`
 	Reason        string      `json:"reason"`
@@ -116,32 +120,107 @@ type CellResult struct {
 // Runner runs one test; runner.Run in production.
 type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*rundir.Results, error)
 
-// Run runs every cell runs times, one run at a time (the machine's cores
-// are the cluster's), and judges each cell as soon as its runs are done.
-func Run(ctx context.Context, cells []Cell, runs int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
-	var out []CellResult
-	seed := base.Seed
-	for _, c := range cells {
-		if ctx.Err() != nil {
-			break
-		}
-		cr := CellResult{Cell: c}
-		cr.Expect, cr.Reason = exp.For(c)
-		began := time.Now()
-		for i := 0; i < runs && ctx.Err() == nil; i++ {
-			cfg := c.config(base)
-			cfg.Seed = seed
-			seed++
-			fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
-			rep, err := run(ctx, cfg, opts)
-			cr.Runs = append(cr.Runs, result(cfg, rep, err))
-		}
-		cr.Seconds = time.Since(began).Seconds()
-		cr.judge()
-		fmt.Fprintf(log, "%s: %s (expected %s)\n", c.Name(), cr.Outcome, cr.Expect)
-		out = append(out, cr)
+// Run runs every cell runs times, parallel cells at a time (each run on
+// its own network; 1 leaves the machine's cores to one cluster), and judges
+// each cell as soon as its runs are done. The results are in the order of
+// cells, whatever order they finished in. Run i of the cell at place p of
+// the grid has seed base.Seed + p×runs + i, whichever shard runs it.
+func Run(ctx context.Context, cells []Planned, runs, parallel int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
+	out := make([]CellResult, len(cells))
+	ran := make([]bool, len(cells))
+	lines := &lineWriter{w: log}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range max(parallel, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				o, l := opts, log
+				if parallel > 1 {
+					// Runs side by side print line by line, each of a
+					// run's lines saying whose it is (the cell's own
+					// lines start with its name already).
+					l = lines.prefixed("")
+					o.Out = lines.prefixed(cells[i].Cell.Name() + ": ")
+				}
+				out[i] = runCell(ctx, cells[i], runs, base, o, exp, run, l)
+				ran[i] = true
+			}
+		}()
 	}
-	return out
+feed:
+	for i := range cells {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	var done []CellResult
+	for i, r := range out {
+		if ran[i] {
+			done = append(done, r)
+		}
+	}
+	return done
+}
+
+// runCell runs one cell's runs, one after the other, and judges it.
+func runCell(ctx context.Context, p Planned, runs int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) CellResult {
+	c := p.Cell
+	cr := CellResult{Index: p.Index, Cell: c}
+	cr.Expect, cr.Reason = exp.For(c)
+	began := time.Now()
+	for i := 0; i < runs && ctx.Err() == nil; i++ {
+		cfg := c.config(base)
+		cfg.Seed = base.Seed + int64(p.Index*runs+i)
+		fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
+		rep, err := run(ctx, cfg, opts)
+		cr.Runs = append(cr.Runs, result(cfg, rep, err))
+	}
+	cr.Seconds = time.Since(began).Seconds()
+	cr.judge()
+	fmt.Fprintf(log, "%s: %s (expected %s)\n", c.Name(), cr.Outcome, cr.Expect)
+	return cr
+}
+
+// lineWriter passes whole lines to w, one writer at a time.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// prefixed is a writer that holds back a line until it ends, then writes
+// it to w after prefix.
+func (l *lineWriter) prefixed(prefix string) io.Writer {
+	return &prefixWriter{to: l, prefix: prefix}
+}
+
+type prefixWriter struct {
+	to      *lineWriter
+	prefix  string
+	pending []byte
+}
+
+// Write may be called from a run's goroutines at once.
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.to.mu.Lock()
+	defer p.to.mu.Unlock()
+	p.pending = append(p.pending, b...)
+	for {
+		i := bytes.IndexByte(p.pending, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		_, err := fmt.Fprintf(p.to.w, "%s%s", p.prefix, p.pending[:i+1])
+		p.pending = p.pending[i+1:]
+		if err != nil {
+			return len(b), err
+		}
+	}
 }
 
 func result(cfg config.Config, rep *rundir.Results, err error) RunResult {

@@ -167,7 +167,7 @@ func TestRunWritesMarkdownAndJUnit(t *testing.T) {
 		cells[1].Name(): checkers.Invalid,
 	})
 	base := config.Config{TimeLimit: config.Duration(10 * time.Second)}
-	results := Run(context.Background(), cells, 2, base, runner.Options{}, exp, run, new(strings.Builder))
+	results := Run(context.Background(), Plan(cells), 2, 1, base, runner.Options{}, exp, run, new(strings.Builder))
 	if results[0].Outcome != Contradicted || results[1].Outcome != Met || Exit(results) != 1 {
 		t.Fatalf("outcomes %s %s", results[0].Outcome, results[1].Outcome)
 	}

@@ -19,6 +19,29 @@ type Summary struct {
 	Cells   []CellResult `json:"cells"`
 	Skipped []Skipped    `json:"skipped,omitempty"`
 	Exit    int          `json:"exit"`
+	// Interrupted is set when a signal cut the matrix short.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Grid, Expectations and Lockbench identify what was run (GridDigest),
+	// against which rules (Expectations.Digest) and by which lockbench:
+	// shards merge only when all three agree.
+	Grid         string `json:"grid"`
+	Expectations string `json:"expectations"`
+	Lockbench    string `json:"lockbench"`
+	// Shard is set on the output of `matrix --shard`.
+	Shard *ShardRun `json:"shard,omitempty"`
+	// Shards are the shards a merged matrix was made of.
+	Shards []ShardRun `json:"shards,omitempty"`
+}
+
+// ShardRun is one shard as it ran.
+type ShardRun struct {
+	Shard
+	// Dir is the shard's matrix directory as the shard named it; its runs'
+	// directories are named from the same place.
+	Dir string `json:"dir"`
+	// Cells are the places in the grid of the shard's cells.
+	Cells   []int   `json:"cells"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Write writes matrix.md and matrix.json into dir.
@@ -50,6 +73,18 @@ func Markdown(dir string, s Summary) string {
 	}
 	fmt.Fprintf(&b, "# lockbench matrix\n\n%d of %d cells met their expectation; %d run(s) per cell; wall time %s.\n\n",
 		met, len(s.Cells), s.Runs, (time.Duration(s.Seconds) * time.Second).Round(time.Second))
+	switch {
+	case s.Shard != nil:
+		fmt.Fprintf(&b, "Shard %s of the grid: merge it with the others (`lockbench matrix merge`).\n\n", s.Shard.Shard)
+	case len(s.Shards) > 0:
+		var total, longest float64
+		for _, p := range s.Shards {
+			total += p.Seconds
+			longest = max(longest, p.Seconds)
+		}
+		fmt.Fprintf(&b, "Merged from %d shards: the longest took %s, all of them %s together.\n\n", len(s.Shards),
+			(time.Duration(longest) * time.Second).Round(time.Second), (time.Duration(total) * time.Second).Round(time.Second))
+	}
 	b.WriteString("| cell | verdict per run | expected | outcome | detection rate | first anomaly | lock cycles/s |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, c := range s.Cells {

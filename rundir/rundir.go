@@ -58,9 +58,25 @@ type Test struct {
 	Versions map[string]string `json:"versions"`
 	// Health is what the service's health check said before the workload.
 	Health string `json:"health,omitempty"`
+	// Controller is where the harness ran, whose clock stamped the history.
+	Controller Controller `json:"controller"`
 	// End is set once the clients have stopped and their events are all
 	// recorded; a run without it was cut short (the harness was killed).
 	End *time.Time `json:"end,omitempty"`
+}
+
+// Controller is where a run's harness ran. History times are read from
+// one kernel's monotonic clock, shared by the harness and every container
+// of the run only when the harness runs on the engine's host.
+type Controller struct {
+	// OnEngine is set when the harness ran in a container on the engine's
+	// host, started from a machine that reached the engine remotely.
+	OnEngine bool `json:"on_engine"`
+	// Host is the harness's host name (the container's, on the engine).
+	Host string `json:"host"`
+	// Engine is the engine's address as the user gave it (DOCKER_HOST;
+	// empty for the default local socket).
+	Engine string `json:"engine,omitempty"`
 }
 
 // ResultsSchema is the version of results.json's layout; it grows when a

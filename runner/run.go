@@ -52,6 +52,9 @@ type Options struct {
 	// Command is the command line that asked for the run, kept in
 	// test.json for people; --replay reads Config, not this.
 	Command []string
+	// Controller says where this harness runs, for test.json; its Host is
+	// filled in here.
+	Controller rundir.Controller
 }
 
 type run struct {
@@ -97,7 +100,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		return nil, err
 	}
 
-	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image,
+	ctl := opts.Controller
+	if ctl.Host, err = os.Hostname(); err != nil {
+		ctl.Host = "unknown"
+	}
+	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image, Controller: ctl,
 		Images: others, Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
 	dir := rundir.Path(opts.Results, test.Name, test.Start)
 	if err := os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755); err != nil {

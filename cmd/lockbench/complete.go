@@ -30,6 +30,7 @@ var flagValues = map[string][]string{
 	"pause-target":      config.PauseTargets,
 	"redis-persistence": config.Persistences,
 	"image-method":      {string(images.Auto), string(images.Dockerfile), string(images.Debootstrap)},
+	"controller":        {controllerAuto, controllerLocal, controllerEngine},
 }
 
 // completeFlags registers completion for every flag of cmd listed in

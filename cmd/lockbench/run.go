@@ -32,6 +32,7 @@ type testFlags struct {
 	fence, method, mirror, results                              string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay                                                time.Duration
+	ctl                                                         controllerFlag
 }
 
 func (t *testFlags) add(f *pflag.FlagSet) {
@@ -40,7 +41,6 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&t.ttl, "ttl", 2*time.Second, "lease time to live")
 	f.DurationVar(&t.limit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
-	f.StringVar(&t.results, "results", "results", "root of the results tree")
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
 	f.DurationVar(&t.faultFor, "fault-duration", 0, "how long each fault lasts (default 2×ttl)")
 	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "clients the pause freezes: holder, random, all")
@@ -51,6 +51,12 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
 	f.DurationVar(&t.checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
 	addImageFlags(f, &t.method, &t.mirror)
+	t.ctl.add(f)
+}
+
+// addResults adds --results, which `matrix` shares with its subcommands.
+func (t *testFlags) addResults(f *pflag.FlagSet) {
+	f.StringVar(&t.results, "results", "results", "root of the results tree")
 }
 
 func addImageFlags(f *pflag.FlagSet, method, mirror *string) {
@@ -82,7 +88,8 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
 	}
-	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout, Command: os.Args}, nil
+	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout, Command: os.Args,
+		Controller: controllerOf()}, nil
 }
 
 // stopSignals are the ways to end lockbench that can be caught: Ctrl-C,
@@ -131,7 +138,7 @@ func interruptible() (context.Context, func()) {
 
 // replayable are the flags --replay allows: where and how to run, never
 // what to test, which comes from the replayed run's test.json.
-var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running"}
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running", "controller"}
 
 func newRunCmd() *cobra.Command {
 	var (
@@ -177,8 +184,15 @@ func newRunCmd() *cobra.Command {
 			for _, w := range runner.Warnings(&cfg) {
 				fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 			}
+			remote, err := t.ctl.onEngine()
+			if err != nil {
+				return err
+			}
 			ctx, release := interruptible()
 			defer release()
+			if remote {
+				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"replay"}})
+			}
 			var reps []*rundir.Results
 			for i := range count {
 				run := cfg
@@ -224,6 +238,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&leave, "leave-running", false, "keep the cluster up after the run (faults healed) to look at it; remove it with lockbench clean --run ID")
 	out.add(f)
 	t.add(f)
+	t.addResults(f)
 	completeFlags(cmd)
 	if err := cmd.RegisterFlagCompletionFunc("replay", completeRunDirs); err != nil {
 		panic(err)
