@@ -124,6 +124,7 @@ var All = []Backend{
 	Sentinel{},
 	Etcd{},
 	ZooKeeper{},
+	Postgres{},
 	CAS{},
 	NoLock{},
 }
@@ -248,5 +249,12 @@ func (lockless) Check(cfg *config.Config) error { return unsized(cfg) }
 // unsized is the Check of a backend whose size is fixed.
 func unsized(cfg *config.Config) error {
 	cfg.Nodes = 0
+	notPostgres(cfg)
 	return nil
+}
+
+// notPostgres clears the PostgreSQL settings of a backend that is not
+// PostgreSQL, so that test.json does not suggest they mattered.
+func notPostgres(cfg *config.Config) {
+	cfg.PgLock, cfg.PgIdleTimeout = "", 0
 }
