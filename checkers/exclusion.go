@@ -112,7 +112,13 @@ type FaultEffect struct {
 	Targets []string `json:"targets,omitempty"`
 	// HitHolder: it targeted a client holding the lock when it started,
 	// or some window below is credited to it.
-	HitHolder    bool  `json:"hit_holder"`
+	HitHolder bool `json:"hit_holder"`
+	// HeldThrough, for a lock with no TTL (Lease.LastStatement): a
+	// holder it targeted kept the lock from the fault's start to its end
+	// and no other client was granted it meanwhile: the lock was
+	// unavailable for the whole fault, which is what such a lock promises
+	// under a pause and the fault's whole effect.
+	HeldThrough  bool  `json:"held_through,omitempty"`
 	StaleWindows int64 `json:"stale_windows"`
 	StaleWrites  int64 `json:"stale_writes"`
 	TwoHolders   int64 `json:"two_holders"`
@@ -221,11 +227,18 @@ func (c Exclusion) Check(in Input) Result {
 	overlaps(&r, hs, record)
 	staleBeliefs(&r, hs, in.Lease.LastStatement, record)
 	hitHolders(hs, faults)
+	if in.Lease.LastStatement {
+		zero(r.Counts, "faults_held_through")
+		heldThrough(hs, faults)
+	}
 	r.Faults = faults
 	r.Counts["faults"] = int64(len(faults))
 	for _, f := range faults {
 		if f.StaleWindows+f.TwoHolders > 0 {
 			r.Counts["faults_effective"]++
+		}
+		if f.HeldThrough {
+			r.Counts["faults_held_through"]++
 		}
 	}
 	if r.Counts["two_holders"] > 0 {
@@ -511,15 +524,36 @@ func hitHolders(hs holdings, faults []FaultEffect) {
 	}
 }
 
+// heldThrough marks the faults during which a holder they targeted kept
+// the lock and no other client was granted it.
+func heldThrough(hs holdings, faults []FaultEffect) {
+	for i := range faults {
+		f := &faults[i]
+		for _, x := range hs.all {
+			if x.c > f.Start || x.believed < f.End || !slices.Contains(f.Targets, x.client) {
+				continue
+			}
+			k, _ := slices.BinarySearchFunc(hs.byC, f.Start, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+			granted := false
+			for ; k < len(hs.byC) && hs.all[hs.byC[k]].c <= f.End; k++ {
+				granted = granted || hs.all[hs.byC[k]].client != x.client
+			}
+			f.HeldThrough = f.HeldThrough || !granted
+		}
+	}
+}
+
 // Evidence says how much a verdict is worth: a valid run whose faults
-// never put a holder past its lease tested less than it seems. It returns
+// never put a holder past its lease (or, for a lock with no TTL, never
+// kept the lock from everyone else) tested less than it seems. It returns
 // "" when there is nothing to say.
 func Evidence(verdict Verdict, rs []Result) string {
 	if verdict != Valid {
 		return ""
 	}
 	for _, r := range rs {
-		if r.Checker == (Exclusion{}).Name() && r.Valid == Valid && r.Counts["faults"] > 0 && r.Counts["faults_effective"] == 0 {
+		if r.Checker == (Exclusion{}).Name() && r.Valid == Valid && r.Counts["faults"] > 0 &&
+			r.Counts["faults_effective"]+r.Counts["faults_held_through"] == 0 {
 			return WeakEvidence
 		}
 	}

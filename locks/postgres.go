@@ -107,13 +107,25 @@ func (p *Postgres) session(ctx context.Context) (*pgx.Conn, error) {
 		return p.conn, nil
 	}
 	p.drop()
-	c, err := p.connect(ctx)
-	if err != nil {
-		return nil, err
+	// A server that is down (killed, not yet restarted) refuses at
+	// once: the client waits for it as it would for the lock, rather
+	// than fill the history with refusals.
+	for {
+		c, err := p.connect(ctx)
+		if err == nil {
+			p.conn = c
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(connectRetry):
+		}
 	}
-	p.conn = c
-	return c, nil
 }
+
+// connectRetry is how long a client waits between attempts to connect.
+const connectRetry = 100 * time.Millisecond
 
 // Aside runs f on the client's second connection, in autocommit.
 func (p *Postgres) Aside(ctx context.Context, f func(*pgx.Conn) error) error {

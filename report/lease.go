@@ -209,6 +209,9 @@ func (an *analysis) leaseView() (leaseView, error) {
 		if f.HitHolder {
 			hit = "yes"
 		}
+		if f.HeldThrough {
+			hit = "yes, and it kept the lock from everyone for the whole fault"
+		}
 		v.Faults = append(v.Faults, faultRow{Fault: f.Fault + " " + joinAnd(f.Targets), Start: history.Seconds(f.Start),
 			End: history.Seconds(f.End), Hit: hit, Unavailable: an.unavailable(f.Start),
 			Windows: f.StaleWindows, Writes: f.StaleWrites, TwoHolders: f.TwoHolders})
