@@ -68,13 +68,9 @@ func (Postgres) Layout(cfg *config.Config) Layout {
 			Version: []string{images.PostgresBin + "postgres", "--version"},
 		}},
 		Addrs: []string{fmt.Sprintf("%s:%d", pgNode, pgPort)},
-		// The schema is created once, before any client connects
-		// (concurrent CREATE … IF NOT EXISTS can collide); then the
-		// settings the server applies to a TCP session are printed.
-		Ready: []string{"sh", "-c", strings.Join(psql(`"$0"`), " ") + " && " + strings.Join(psql(`"$1"`), " "),
-			locks.PostgresSchema + "\n" + store.PostgresSchema,
-			"SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('" +
-				strings.Join(pgSettings, "', '") + "')"},
+		// The settings the server applies to a TCP session.
+		Ready: psql("SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('" +
+			strings.Join(pgSettings, "', '") + "')"),
 		Leader: func(context.Context, Execer) (string, error) { return pgNode, nil },
 	}
 }
@@ -178,7 +174,7 @@ func pgKey(key string) int64 {
 func (Postgres) Client(s Spec, trace locks.Trace, _ *rand.Rand) (Client, error) {
 	l := locks.NewPostgres(locks.PostgresConfig{
 		URL: "postgres://postgres@" + s.LockAddrs[0] + "/postgres?sslmode=disable", Key: pgKey(s.Key), Owner: s.Process,
-		Mode: s.PgLock, TTL: s.TTL.D(),
+		Mode: s.PgLock, TTL: s.TTL.D(), Schema: locks.PostgresSchema + "\n" + store.PostgresSchema,
 		// The server gives up the wait a TTL before the client does, so
 		// that a wait that times out leaves the session alive.
 		LockTimeout: s.AcquireTimeout.D() - s.TTL.D(), Trace: trace,

@@ -50,6 +50,9 @@ type PostgresConfig struct {
 	// bounded by TTL/3; the server's own detection of a dead client is
 	// configured from the same TTL (see backends).
 	TTL time.Duration
+	// Schema is created, if missing, on the first connection: the
+	// lock's own (PostgresSchema) and whatever else the run keeps there.
+	Schema string
 	// LockTimeout is the server-side bound on one wait for the lock
 	// (lock_timeout): past it the statement fails and the session lives on.
 	LockTimeout time.Duration
@@ -80,6 +83,32 @@ type Postgres struct {
 	tx pgx.Tx
 	// lease is the current holding.
 	lease *pgLease
+	// schema is set once the schema is known to exist.
+	schema bool
+}
+
+// schemaKey is the advisory lock that serializes the clients' creation of
+// the schema: concurrent CREATE … IF NOT EXISTS statements can collide on
+// the catalog's unique indexes.
+const schemaKey = 0x6c6f636b62656e63
+
+// ensureSchema creates the schema on c, once per client.
+func (p *Postgres) ensureSchema(ctx context.Context, c *pgx.Conn) error {
+	if p.schema {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaKey)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, p.cfg.Schema)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	p.schema = true
+	return nil
 }
 
 // NewPostgres makes a client; it connects on its first acquire.
@@ -113,8 +142,11 @@ func (p *Postgres) session(ctx context.Context) (*pgx.Conn, error) {
 	for {
 		c, err := p.connect(ctx)
 		if err == nil {
-			p.conn = c
-			return c, nil
+			if err = p.ensureSchema(ctx, c); err == nil {
+				p.conn = c
+				return c, nil
+			}
+			_ = c.Close(ctx)
 		}
 		select {
 		case <-ctx.Done():

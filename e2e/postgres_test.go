@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
+)
+
+// postgresLog is what the server printed during a run: the proof, from
+// inside the cluster, of what a fault did to its sessions.
+func postgresLog(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, rundir.LogsDir, "postgres.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// PostgreSQL advisory locks under the faults that apply to them, one short
+// run each (the server starts in about a second). A session lock has no
+// TTL: a frozen holder keeps it and everyone waits (valid, the lock fails
+// closed); an idle timeout ends the frozen holder's session, and its
+// unfenced write then lands after the next grant (invalid), which --fence
+// all rejects; a holder cut off by a partition loses its session to the
+// server's keepalives about one TTL later, and a section longer than that
+// writes stale; a restart ends every session, and the committed tokens
+// go on growing; --store postgres, whose writes commit in the transaction
+// holding the lock, stays valid under all of these at once. Each run's
+// server log shows, from inside the cluster, what ended the sessions.
+func TestPostgresRuns(t *testing.T) {
+	common := []string{"run", "--backend", "postgres", "--time-limit", "10s", "--nemesis-interval", "3s", "--fault-duration", "4s"}
+	cases := []struct {
+		name string
+		args []string
+		want int
+		// server is what the server must have logged, absent what it
+		// must not have.
+		server, absent string
+		check          func(t *testing.T, dir string, rep rundir.Results)
+	}{
+		{
+			name: "pause-fails-closed", args: []string{"--nemesis", "pause", "--fence", "none", "--work-max", "600ms", "--seed", "41"}, want: 0,
+			absent: "terminating connection",
+			check: func(t *testing.T, dir string, rep rundir.Results) {
+				ex := checker(t, rep, "exclusion")
+				if ex.Counts["faults_held_through"] == 0 || ex.Counts["stale_beliefs"] != 0 {
+					t.Errorf("exclusion counts %v: want a pause the holder kept the lock through, and no stale belief", ex.Counts)
+				}
+				if rep.Evidence != "" {
+					t.Errorf("evidence %q: a pause that kept the lock from everyone reached a holder", rep.Evidence)
+				}
+				for _, f := range ex.Faults {
+					if f.HeldThrough {
+						noGrantDuring(t, dir, f)
+					}
+				}
+				page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(page), "kept the lock from everyone for the whole fault") {
+					t.Error("report.html does not say the lock was unavailable for the whole pause")
+				}
+			},
+		},
+		{
+			name: "pause-idle-timeout-unfenced", args: []string{"--nemesis", "pause", "--pg-idle-timeout", "1s", "--fence", "none", "--work-max", "600ms", "--seed", "41"}, want: 1,
+			server: "terminating connection due to idle-session timeout",
+			check: func(t *testing.T, dir string, rep rundir.Results) {
+				if f := checker(t, rep, "fence"); f.Valid != checkers.Invalid {
+					t.Errorf("fence %s: want the stale write accepted", f.Valid)
+				}
+				staleWindows(t, dir)
+			},
+		},
+		{
+			name: "pause-idle-timeout-fenced", args: []string{"--nemesis", "pause", "--pg-idle-timeout", "1s", "--fence", "all", "--work-max", "600ms", "--seed", "41"}, want: 0,
+			server: "terminating connection due to idle-session timeout",
+			check: func(t *testing.T, dir string, rep rundir.Results) {
+				staleWindows(t, dir)
+			},
+		},
+		{
+			name: "partition-unfenced", args: []string{"--nemesis", "partition", "--fence", "none", "--work-max", "3s", "--seed", "3"}, want: 1,
+			server: "could not receive data from client: Connection timed out",
+		},
+		{
+			name: "kill-fenced", args: []string{"--nemesis", "kill", "--fence", "all", "--work-max", "2s", "--seed", "3"}, want: 0,
+			server: "database system was not properly shut down",
+		},
+		{
+			name: "store-postgres", args: []string{"--store", "postgres", "--nemesis", "pause,partition,kill", "--pg-idle-timeout", "1s", "--work-max", "600ms", "--seed", "5"}, want: 0,
+			server: "database system was not properly shut down",
+			check: func(t *testing.T, dir string, rep rundir.Results) {
+				if lu := checker(t, rep, "lost-updates"); lu.Counts["acknowledged"] == 0 {
+					t.Errorf("lost-updates %v: the audit table gave no acknowledged write", lu.Counts)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := lockbench(t, nil, append(append([]string{}, common...), c.args...)...)
+			defer assertNothingLeft(t, r.runID)
+			if r.exit != c.want {
+				t.Fatalf("exit %d, want %d\n%s", r.exit, c.want, r.stdout)
+			}
+			if len(faultsHealed(t, r.dir)) == 0 {
+				t.Fatal("no fault was injected")
+			}
+			health := readTest(t, r.dir).Health
+			if !strings.Contains(health, "tcp_keepalives_count=1 tcp_keepalives_idle=1s tcp_keepalives_interval=1s tcp_user_timeout=2000ms") {
+				t.Errorf("server settings for a 2 s TTL: %q", health)
+			}
+			log := postgresLog(t, r.dir)
+			if c.server != "" && !strings.Contains(log, c.server) {
+				t.Errorf("the server never logged %q", c.server)
+			}
+			if c.absent != "" && strings.Contains(log, c.absent) {
+				t.Errorf("the server logged %q", c.absent)
+			}
+			if c.check != nil {
+				c.check(t, r.dir, readReport(t, r.dir))
+			}
+		})
+	}
+}
+
+// noGrantDuring fails if a client other than the one a fault froze was
+// granted the lock while the fault lasted.
+func noGrantDuring(t *testing.T, dir string, f checkers.FaultEffect) {
+	t.Helper()
+	for _, e := range inTimeOrder(t, dir) {
+		if e.F == history.Acquire && e.Type == history.OK && e.Time >= f.Start && e.Time <= f.End && !slices.Contains(f.Targets, e.Process) {
+			t.Errorf("%s was granted the lock at %s, during the pause of %v", e.Process, history.Seconds(e.Time), f.Targets)
+		}
+	}
+}
