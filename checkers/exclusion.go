@@ -229,7 +229,7 @@ func (c Exclusion) Check(in Input) Result {
 	hitHolders(hs, faults)
 	if in.Lease.LastStatement {
 		zero(r.Counts, "faults_held_through")
-		heldThrough(hs, faults)
+		heldThrough(hs, faults, h)
 	}
 	r.Faults = faults
 	r.Counts["faults"] = int64(len(faults))
@@ -525,17 +525,26 @@ func hitHolders(hs holdings, faults []FaultEffect) {
 }
 
 // heldThrough marks the faults during which a holder they targeted kept
-// the lock and no other client was granted it.
-func heldThrough(hs holdings, faults []FaultEffect) {
+// the lock and no other client was granted it: the holder held it from
+// before the fault until the nemesis began healing it (a resumed client
+// may release before the heal is recorded as done).
+func heldThrough(hs holdings, faults []FaultEffect, h []history.Event) {
 	for i := range faults {
 		f := &faults[i]
+		healing := f.End
+		for _, e := range h {
+			if e.Process == history.Nemesis && e.Type == history.Invoke && e.F == history.Stop && e.Fault == f.Fault &&
+				e.Time >= f.Start && e.Time <= f.End {
+				healing = e.Time
+			}
+		}
 		for _, x := range hs.all {
-			if x.c > f.Start || x.believed < f.End || !slices.Contains(f.Targets, x.client) {
+			if x.c > f.Start || x.believed < healing || !slices.Contains(f.Targets, x.client) {
 				continue
 			}
 			k, _ := slices.BinarySearchFunc(hs.byC, f.Start, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
 			granted := false
-			for ; k < len(hs.byC) && hs.all[hs.byC[k]].c <= f.End; k++ {
+			for ; k < len(hs.byC) && hs.all[hs.byC[k]].c <= healing; k++ {
 				granted = granted || hs.all[hs.byC[k]].client != x.client
 			}
 			f.HeldThrough = f.HeldThrough || !granted

@@ -188,6 +188,33 @@ func TestExclusionGolden(t *testing.T) {
 			name: "pg-restart", lease: redisLease, model: "redis", want: Invalid,
 		},
 		{
+			// c1 holds the lock through a 4 s pause and c2 waits for it:
+			// the lock failed closed. c1 releases as soon as it resumes,
+			// before the heal is recorded as done; the fault still held
+			// the lock from everyone until its heal began, so it reached a
+			// holder: no weak evidence.
+			name: "pg-paused-holder", lease: pgLease, model: "postgres", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"faults": 1, "faults_effective": 0, "faults_held_through": 1, "stale_beliefs": 0})
+				if f := r.Faults[0]; !f.HeldThrough || !f.HitHolder {
+					t.Errorf("fault effect = %+v", f)
+				}
+				if got := Evidence(Valid, []Result{r}); got != "" {
+					t.Errorf("evidence %q", got)
+				}
+			},
+		},
+		{
+			// Under a lease the same pause opens no window and holds
+			// nothing through: weak evidence.
+			name: "pg-paused-holder", lease: redisLease, model: "redis", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				if got := Evidence(Valid, []Result{r}); got != WeakEvidence || r.Faults[0].HeldThrough {
+					t.Errorf("evidence %q, fault %+v", got, r.Faults[0])
+				}
+			},
+		},
+		{
 			// c2 is granted at 1.200 s while c1's session check sent at
 			// 1.500 s succeeds, and c2's own check at 1.600 s too: both
 			// sessions held the lock from 1.200 s to 1.500 s.
