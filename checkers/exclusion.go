@@ -114,10 +114,11 @@ type FaultEffect struct {
 	// or some window below is credited to it.
 	HitHolder bool `json:"hit_holder"`
 	// HeldThrough, for a lock with no TTL (Lease.LastStatement): a
-	// holder it targeted kept the lock from the fault's start to its end
-	// and no other client was granted it meanwhile: the lock was
-	// unavailable for the whole fault, which is what such a lock promises
-	// under a pause and the fault's whole effect.
+	// client it froze held the lock (or was granted it while frozen) and
+	// no other client was granted it from the fault's start until its heal
+	// began: the lock was unavailable to everyone else for the whole
+	// fault, which is what such a lock promises under a pause and the
+	// fault's whole effect.
 	HeldThrough  bool  `json:"held_through,omitempty"`
 	StaleWindows int64 `json:"stale_windows"`
 	StaleWrites  int64 `json:"stale_writes"`
@@ -524,10 +525,12 @@ func hitHolders(hs holdings, faults []FaultEffect) {
 	}
 }
 
-// heldThrough marks the faults during which a holder they targeted kept
-// the lock and no other client was granted it: the holder held it from
-// before the fault until the nemesis began healing it (a resumed client
-// may release before the heal is recorded as done).
+// heldThrough marks the faults that kept the lock from everyone else: from
+// the fault's start until the nemesis began healing it (a resumed client
+// may release before the heal is recorded as done) no client the fault did
+// not freeze was granted the lock, while one it froze held it, either from
+// before the start or granted by the server while frozen (its acquire
+// completes only after the heal, and is the first grant after the start).
 func heldThrough(hs holdings, faults []FaultEffect, h []history.Event) {
 	for i := range faults {
 		f := &faults[i]
@@ -538,17 +541,20 @@ func heldThrough(hs holdings, faults []FaultEffect, h []history.Event) {
 				healing = e.Time
 			}
 		}
+		held := false
 		for _, x := range hs.all {
-			if x.c > f.Start || x.believed < healing || !slices.Contains(f.Targets, x.client) {
-				continue
-			}
-			k, _ := slices.BinarySearchFunc(hs.byC, f.Start, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
-			granted := false
-			for ; k < len(hs.byC) && hs.all[hs.byC[k]].c <= healing; k++ {
-				granted = granted || hs.all[hs.byC[k]].client != x.client
-			}
-			f.HeldThrough = f.HeldThrough || !granted
+			held = held || (x.c <= f.Start && x.believed >= healing && slices.Contains(f.Targets, x.client))
 		}
+		k, _ := slices.BinarySearchFunc(hs.byC, f.Start, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+		if k < len(hs.byC) {
+			if first := &hs.all[hs.byC[k]]; first.c >= healing && slices.Contains(f.Targets, first.client) {
+				held = true
+			}
+		}
+		for ; held && k < len(hs.byC) && hs.all[hs.byC[k]].c <= healing; k++ {
+			held = slices.Contains(f.Targets, hs.all[hs.byC[k]].client)
+		}
+		f.HeldThrough = held
 	}
 }
 

@@ -166,15 +166,25 @@ func (p *Postgres) Aside(ctx context.Context, f func(*pgx.Conn) error) error {
 	return p.asideLocked(ctx, f)
 }
 
+// asideLocked runs f on the second connection, once more on a new one if
+// the server had ended the old one: it sits idle between uses, and an idle
+// timeout (--pg-idle-timeout) ends it. Its statements (a token, an audit
+// row) may be repeated: a token taken twice is only skipped.
 func (p *Postgres) asideLocked(ctx context.Context, f func(*pgx.Conn) error) error {
-	if p.aside == nil || p.aside.IsClosed() {
-		c, err := p.connect(ctx)
-		if err != nil {
+	var err error
+	for range 2 {
+		if p.aside == nil || p.aside.IsClosed() {
+			c, cerr := p.connect(ctx)
+			if cerr != nil {
+				return cerr
+			}
+			p.aside = c
+		}
+		if err = f(p.aside); err == nil || !p.aside.IsClosed() {
 			return err
 		}
-		p.aside = c
 	}
-	return f(p.aside)
+	return err
 }
 
 // drop closes the lock's session: the server then ends it, and every lock

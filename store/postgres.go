@@ -37,7 +37,8 @@ type PgHolder interface {
 	// Commit runs f in that transaction and commits it, which gives the
 	// lock up.
 	Commit(ctx context.Context, f func(pgx.Tx) error) (ok bool, err error)
-	// Aside runs f on a connection of its own, in autocommit.
+	// Aside runs f on a connection of its own, in autocommit; it may run
+	// f twice.
 	Aside(ctx context.Context, f func(*pgx.Conn) error) error
 }
 
@@ -111,8 +112,10 @@ INSERT INTO lockbench_audit (time, req, client, op, key, token, value, elements,
 // failure.
 func (s *Postgres) reject(ctx context.Context, r Request, t int64, reason string) {
 	_ = s.h.Aside(ctx, func(c *pgx.Conn) error {
+		// Idempotent: the lock client may run it twice (Aside).
 		_, err := c.Exec(ctx, `INSERT INTO lockbench_audit (time, req, client, op, key, token, value, elements, prev, outcome, reason)
-  VALUES ($1, $2, $3, 'write', $4, $5, $6, $7, coalesce((SELECT value FROM lockbench_data WHERE key = $4), 0), 'rejected', $8)`,
+  SELECT $1, $2, $3, 'write', $4, $5, $6, $7, coalesce((SELECT value FROM lockbench_data WHERE key = $4), 0), 'rejected', $8
+  WHERE NOT EXISTS (SELECT 1 FROM lockbench_audit WHERE req = $2)`,
 			t, r.Req, r.Client, r.Key, r.Token, r.Value, r.Set, reason)
 		return err
 	})
