@@ -116,9 +116,14 @@ func (Postgres) Refuses(fault string) string {
 }
 
 // pgClockRefusal is why the clock fault means nothing here: nothing that
-// ends a session holding an advisory lock reads the wall clock.
+// ends a session holding an advisory lock early follows the wall clock.
+// Measured under the clock shim: a session idle past a 5 s
+// idle_session_timeout was ended 5 s after it went idle although the
+// server's wall clock jumped an hour forward meanwhile (the timer is a
+// setitimer interval; the wall clock is only compared once it fires); an
+// hour backwards kept it alive past 8 s, which only holds a lock longer.
 const pgClockRefusal = "PostgreSQL ends a lock's session on the kernel's TCP keepalive and user timeout, which no LD_PRELOAD moves, " +
-	"and its idle timeouts fire on setitimer intervals, not on wall-clock deadlines"
+	"and a forward jump of its wall clock does not shorten its idle timeouts (setitimer intervals; measured): the clock can only keep a lock longer"
 
 // Check implements Backend.
 func (Postgres) Check(cfg *config.Config) error {
