@@ -74,6 +74,9 @@ type Layout struct {
 	// Independent is set when the service's nodes never talk to each other
 	// (Redlock): only cuts between clients and nodes matter there.
 	Independent bool
+	// Shared is set for one server whose sessions every client holds
+	// (nemesis.Topology.Shared).
+	Shared bool
 	// Leader, when set, names the node that leads now (etcd's leader, the
 	// Redis primary).
 	Leader func(ctx context.Context, ex Execer) (string, error)
@@ -170,7 +173,7 @@ func KeeperOf(s string) (Backend, bool) {
 // Topology is the static part of the faults' view of a service: which
 // nodes are what. The run adds its clients and the leader lookup.
 func Topology(l Layout) nemesis.Topology {
-	t := nemesis.Topology{Independent: l.Independent}
+	t := nemesis.Topology{Independent: l.Independent, Shared: l.Shared}
 	for _, s := range l.Services {
 		if s.Sentinel {
 			t.Sentinels = append(t.Sentinels, s.Node.Name)

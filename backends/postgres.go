@@ -67,7 +67,8 @@ func (Postgres) Layout(cfg *config.Config) Layout {
 			Probe:   psql("SELECT 1"),
 			Version: []string{images.PostgresBin + "postgres", "--version"},
 		}},
-		Addrs: []string{fmt.Sprintf("%s:%d", pgNode, pgPort)},
+		Addrs:  []string{fmt.Sprintf("%s:%d", pgNode, pgPort)},
+		Shared: true,
 		// The settings the server applies to a TCP session.
 		Ready: psql("SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('" +
 			strings.Join(pgSettings, "', '") + "')"),
