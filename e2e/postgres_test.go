@@ -28,7 +28,8 @@ func postgresLog(t *testing.T, dir string) string {
 // TTL: a frozen holder keeps it and everyone waits (valid, the lock fails
 // closed); an idle timeout ends the frozen holder's session, and its
 // unfenced write then lands after the next grant (invalid), which --fence
-// all rejects; a holder cut off by a partition loses its session to the
+// all rejects (there with the transaction lock, whose transaction the idle
+// timeout ends); a holder cut off by a partition loses its session to the
 // server's keepalives about one TTL later, and a section longer than that
 // writes stale; a restart ends every session, and the committed tokens
 // go on growing; --store postgres, whose writes commit in the transaction
@@ -86,8 +87,10 @@ func TestPostgresRuns(t *testing.T) {
 			},
 		},
 		{
-			name: "pause-idle-timeout-fenced", args: append([]string{"--pg-idle-timeout", "1s", "--fence", "all"}, pauses...), want: 0,
-			server: "terminating connection due to idle-session timeout",
+			// The transaction lock: its idle timeout ends the frozen
+			// holder's transaction, and the lock with it.
+			name: "pause-idle-timeout-fenced-xact", args: append([]string{"--pg-lock", "xact", "--pg-idle-timeout", "1s", "--fence", "all"}, pauses...), want: 0,
+			server: "terminating connection due to idle-in-transaction timeout",
 			check: func(t *testing.T, dir string, rep rundir.Results) {
 				staleWindows(t, dir)
 			},

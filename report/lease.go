@@ -233,6 +233,13 @@ func (an *analysis) ttlAdvice(t telemetry) []string {
 	if ttl <= 0 {
 		return []string{"The TTL is not known (test.json), so no sizing advice."}
 	}
+	if an.in.Lease.LastStatement {
+		// A lock with no TTL has nothing to size: the TTL only sets the
+		// server's detection of a dead peer.
+		return []string{fmt.Sprintf("This lock has no TTL: it is held as long as its session, which the server ends "+
+			"about %s after a client stops answering (TCP keepalives, tcp_user_timeout), or after an idle timeout; "+
+			"a pause longer than that idle timeout, or a section longer than that detection after a partition, opens a stale window.", ttl)}
+	}
 	ttlMs := float64(ttl) / 1e6
 	var out []string
 	if len(t.holds) > 0 {
