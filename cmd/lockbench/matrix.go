@@ -156,7 +156,7 @@ func newMatrixCmd() *cobra.Command {
 	f.StringSliceVar(&axes.Workloads, "workloads", []string{"counter"}, "workloads")
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
-	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend)")
+	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend, postgres to the postgres backend)")
 	f.IntVar(&runs, "runs", 1, "runs per cell")
 	f.StringVar(&expectations, "expectations", "", "expectations file (default: the built-in one)")
 	f.StringVar(&junit, "junit", "", "also write JUnit XML to this file")
