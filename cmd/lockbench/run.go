@@ -221,7 +221,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
 	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: "+strings.Join(runner.Nemeses(), ", "))
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
-	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) etcd (with --backend etcd: writes are transactions on lock ownership) or postgres (with --backend postgres: writes commit in the transaction holding the lock)")
+	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store), etcd (with --backend etcd: writes are transactions on lock ownership) or postgres (with --backend postgres: writes commit in the transaction holding the lock)")
 	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
 	f.IntVar(&count, "test-count", 1, "run the test this many times (fresh runs: seeds seed, seed+1, …; a replay repeats its seed), then summarize")
 	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")
