@@ -41,7 +41,7 @@ func TestPostgresRuns(t *testing.T) {
 	// have completed; sections of up to 1.5 s are seldom over in the tenth
 	// of a second between the nemesis's choice of the holder and its
 	// SIGSTOP.
-	pauses := []string{"--nemesis", "pause", "--time-limit", "10s", "--nemesis-interval", "4s", "--work-max", "1500ms", "--seed", "11"}
+	pauses := []string{"--nemesis", "pause", "--time-limit", "8s", "--nemesis-interval", "4s", "--work-max", "1500ms", "--seed", "11"}
 	cases := []struct {
 		name string
 		args []string
@@ -99,13 +99,13 @@ func TestPostgresRuns(t *testing.T) {
 			name: "partition-unfenced", // Sections of up to 6 s outlast the server's detection of the
 			// cut-off holder (a TTL); too few complete before the fault
 			// for progress to judge, which an invalid verdict does not need.
-			args: []string{"--nemesis", "partition", "--fence", "none", "--work-max", "6s", "--time-limit", "12s", "--nemesis-interval", "3s", "--seed", "1"}, want: 1,
+			args: []string{"--nemesis", "partition", "--fence", "none", "--work-max", "6s", "--time-limit", "10s", "--nemesis-interval", "3s", "--seed", "1"}, want: 1,
 			server: "could not receive data from client: Connection timed out",
 		},
 		{
 			// The seed's first kill comes after about 6 s, when enough
 			// sections have completed.
-			name: "kill-fenced", args: []string{"--nemesis", "kill", "--fence", "all", "--work-max", "2s", "--time-limit", "12s", "--nemesis-interval", "4s", "--seed", "11"}, want: 0,
+			name: "kill-fenced", args: []string{"--nemesis", "kill", "--fence", "all", "--work-max", "2s", "--time-limit", "10s", "--nemesis-interval", "4s", "--seed", "11"}, want: 0,
 			server: "database system was not properly shut down",
 			check: func(t *testing.T, dir string, rep rundir.Results) {
 				tokensGrowAcrossKills(t, dir)
