@@ -72,7 +72,6 @@ func (Postgres) Layout(cfg *config.Config) Layout {
 		// The settings the server applies to a TCP session.
 		Ready: psql("SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('" +
 			strings.Join(pgSettings, "', '") + "')"),
-		Leader: func(context.Context, Execer) (string, error) { return pgNode, nil },
 	}
 }
 
