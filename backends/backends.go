@@ -75,6 +75,9 @@ type Layout struct {
 	// Independent is set when the service's nodes never talk to each other
 	// (Redlock): only cuts between clients and nodes matter there.
 	Independent bool
+	// Shared is set for one server whose sessions every client holds
+	// (nemesis.Topology.Shared).
+	Shared bool
 	// Leader, when set, names the node that leads now (etcd's leader, the
 	// Redis primary).
 	Leader func(ctx context.Context, ex Execer) (string, error)
@@ -130,6 +133,7 @@ var All = []Backend{
 	Sentinel{},
 	Etcd{},
 	ZooKeeper{},
+	Postgres{},
 	CAS{},
 	NoLock{},
 }
@@ -175,7 +179,7 @@ func KeeperOf(s string) (Backend, bool) {
 // Topology is the static part of the faults' view of a service: which
 // nodes are what. The run adds its clients and the leader lookup.
 func Topology(l Layout) nemesis.Topology {
-	t := nemesis.Topology{Independent: l.Independent}
+	t := nemesis.Topology{Independent: l.Independent, Shared: l.Shared}
 	for _, s := range l.Services {
 		if s.Sentinel {
 			t.Sentinels = append(t.Sentinels, s.Node.Name)
@@ -254,5 +258,12 @@ func (lockless) Check(cfg *config.Config) error { return unsized(cfg) }
 // unsized is the Check of a backend whose size is fixed.
 func unsized(cfg *config.Config) error {
 	cfg.Nodes = 0
+	notPostgres(cfg)
 	return nil
+}
+
+// notPostgres clears the PostgreSQL settings of a backend that is not
+// PostgreSQL, so that test.json does not suggest they mattered.
+func notPostgres(cfg *config.Config) {
+	cfg.PgLock, cfg.PgIdleTimeout = "", 0
 }

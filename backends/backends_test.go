@@ -19,6 +19,7 @@ func TestLeaseModels(t *testing.T) {
 		"redlock":        {TTL: 2e9, SlackFixed: 1e6, SlackPPM: 10_000},
 		"etcd":           {TTL: 2e9, Session: true},
 		"zookeeper":      {TTL: 2e9, SlackPPM: 500_000, Session: true},
+		"postgres":       {TTL: 2e9, LastStatement: true},
 	}
 	for _, b := range All {
 		got := b.Lease(2e9)
@@ -51,6 +52,9 @@ func TestEveryFaultIsDecidedForEveryBackend(t *testing.T) {
 	if why := Inapplicable(ZooKeeper{}, &cfg, "clock"); !strings.Contains(why, "JVM") {
 		t.Errorf("clock on zookeeper: %q", why)
 	}
+	if why := Inapplicable(Postgres{}, &cfg, "clock"); !strings.Contains(why, "keepalive") {
+		t.Errorf("clock on postgres: %q", why)
+	}
 	if why := Inapplicable(Redis{}, &cfg, "failover"); !strings.Contains(why, "Sentinel") {
 		t.Errorf("failover on redis: %q", why)
 	}
@@ -73,5 +77,40 @@ func TestSpecRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeSpec("--process c1"); err == nil {
 		t.Error("flags taken for a spec")
+	}
+}
+
+// The TTL maps to the server's detection of a dead peer: one second of
+// silence before the first keepalive probe, one probe a second, dropped
+// after TTL seconds in all; the idle timeouts are --pg-idle-timeout.
+func TestPostgresTTLMapping(t *testing.T) {
+	got := strings.Join(pgServerConfig(5e9, 1500e6), " ")
+	for _, want := range []string{"tcp_keepalives_idle=1", "tcp_keepalives_interval=1", "tcp_keepalives_count=4",
+		"tcp_user_timeout=5000", "idle_session_timeout=1500", "idle_in_transaction_session_timeout=1500"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("server settings %q lack %q", got, want)
+		}
+	}
+	for _, c := range []struct {
+		cfg  config.Config
+		fail string
+	}{
+		{config.Config{TTL: config.Duration(1e9), Store: "lockbench"}, "must be 2s, 3s"},
+		{config.Config{TTL: config.Duration(2500e6), Store: "lockbench"}, "whole seconds"},
+		{config.Config{TTL: config.Duration(2e9), Store: "postgres", PgLock: "session"}, "must be xact"},
+		{config.Config{TTL: config.Duration(2e9), Store: "postgres", Fence: "all"}, "which is the fence"},
+		{config.Config{TTL: config.Duration(3e9), Store: "lockbench", PgIdleTimeout: config.Duration(500e6)}, "between its checks"},
+		{config.Config{TTL: config.Duration(2e9), Store: "lockbench", PgLock: "advisory"}, "unknown --pg-lock"},
+	} {
+		err := Postgres{}.Check(&c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.fail) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.fail)
+		}
+	}
+	for store, mode := range map[string]string{"lockbench": "session", "postgres": "xact"} {
+		cfg := config.Config{TTL: config.Duration(2e9), Store: store, Fence: "none", Nodes: 5}
+		if err := (Postgres{}).Check(&cfg); err != nil || cfg.PgLock != mode || cfg.Nodes != 0 {
+			t.Errorf("store %s: %v, lock %q, nodes %d", store, err, cfg.PgLock, cfg.Nodes)
+		}
 	}
 }

@@ -50,6 +50,7 @@ func (Redlock) Check(cfg *config.Config) error {
 	if cfg.Nodes < 1 || cfg.Nodes > 9 {
 		return config.Usage("--nodes must be between 1 and 9 for redlock, got %d", cfg.Nodes)
 	}
+	notPostgres(cfg)
 	return nil
 }
 

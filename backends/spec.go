@@ -30,6 +30,8 @@ type Spec struct {
 	OpTimeout      config.Duration `json:"op_timeout"`
 	AcquireTimeout config.Duration `json:"acquire_timeout"`
 	CheckLease     bool            `json:"check_lease"`
+	// PgLock is the PostgreSQL advisory lock's mode.
+	PgLock string `json:"pg_lock,omitempty"`
 }
 
 // Encode serializes the spec for the worker's command line.

@@ -35,6 +35,14 @@ type Lease struct {
 	// below, and its acquire records the session lease's grant rather than
 	// the lock request.
 	Session bool `json:"session,omitempty"`
+	// LastStatement is set for a lock with no TTL at all (a PostgreSQL
+	// advisory lock), held as long as a server-side session the server
+	// may end at any time without the holder knowing: a holding is
+	// certain only up to the send of the last statement that succeeded
+	// on its session. Its acquire and each renewal record such a
+	// statement; their TTLs are ignored and nothing bounds the expiry
+	// from above.
+	LastStatement bool `json:"last_statement,omitempty"`
 }
 
 func (l Lease) slack(ttl int64) int64 { return l.SlackFixed + ttl*l.SlackPPM/1_000_000 }
@@ -54,7 +62,7 @@ func (l Lease) noLease() string {
 // observedExpiry reports whether the client sees every request that can
 // extend its lease, so that the newest of them also bounds the expiry from
 // above.
-func (l Lease) observedExpiry() bool { return !l.Session }
+func (l Lease) observedExpiry() bool { return !l.Session && !l.LastStatement }
 
 // Exclusion checks the lock's promise itself: no two clients hold it while
 // both their leases are certainly valid. A holding H is certain over
@@ -104,7 +112,14 @@ type FaultEffect struct {
 	Targets []string `json:"targets,omitempty"`
 	// HitHolder: it targeted a client holding the lock when it started,
 	// or some window below is credited to it.
-	HitHolder    bool  `json:"hit_holder"`
+	HitHolder bool `json:"hit_holder"`
+	// HeldThrough, for a lock with no TTL (Lease.LastStatement): a
+	// client it froze held the lock (or was granted it while frozen) and
+	// no other client was granted it from the fault's start until its heal
+	// began: the lock was unavailable to everyone else for the whole
+	// fault, which is what such a lock promises under a pause and the
+	// fault's whole effect.
+	HeldThrough  bool  `json:"held_through,omitempty"`
 	StaleWindows int64 `json:"stale_windows"`
 	StaleWrites  int64 `json:"stale_writes"`
 	TwoHolders   int64 `json:"two_holders"`
@@ -211,13 +226,20 @@ func (c Exclusion) Check(in Input) Result {
 		}
 	}
 	overlaps(&r, hs, record)
-	staleBeliefs(&r, hs, record)
+	staleBeliefs(&r, hs, in.Lease.LastStatement, record)
 	hitHolders(hs, faults)
+	if in.Lease.LastStatement {
+		zero(r.Counts, "faults_held_through")
+		heldThrough(hs, faults, h)
+	}
 	r.Faults = faults
 	r.Counts["faults"] = int64(len(faults))
 	for _, f := range faults {
 		if f.StaleWindows+f.TwoHolders > 0 {
 			r.Counts["faults_effective"]++
+		}
+		if f.HeldThrough {
+			r.Counts["faults_held_through"]++
 		}
 	}
 	if r.Counts["two_holders"] > 0 {
@@ -261,7 +283,11 @@ func gather(l Lease, h []history.Event, end int64) holdings {
 		if ttl <= 0 {
 			ttl = l.TTL
 		}
-		if b := sent + ttl - l.slack(ttl); !x.proven || b > x.lower {
+		b := sent + ttl - l.slack(ttl)
+		if l.LastStatement {
+			b = sent
+		}
+		if !x.proven || b > x.lower {
 			x.lower, x.lowerIdx, x.proven = b, idx, true
 		}
 	}
@@ -391,13 +417,36 @@ func overlaps(r *Result, hs holdings, record func(Window)) {
 // staleBeliefs reports each holder that went on believing it held the lock
 // past L_H, with the writes it attempted inside that window and the first
 // grant to another client after its lease ended.
-func staleBeliefs(r *Result, hs holdings, record func(Window)) {
+//
+// Under a lock with no TTL (lastStatement) L_H is only the last statement
+// that proved the session alive, and a holder normally goes on holding
+// past it: its belief is known to be stale only once the lock was granted
+// to another client, which the server did only after it had ended the
+// holder's session. The window then starts at that grant.
+func staleBeliefs(r *Result, hs holdings, lastStatement bool, record func(Window)) {
 	for i := range hs.all {
 		x := &hs.all[i]
 		// A client frozen before it read its grant believes only from c_H.
 		from := max(x.end(), x.c)
 		if !x.proven || x.believed <= from {
 			continue
+		}
+		after := x.end()
+		if lastStatement {
+			after = from
+		}
+		k, _ := slices.BinarySearchFunc(hs.byC, after, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+		var newer *holding
+		for ; k < len(hs.byC) && newer == nil; k++ {
+			if y := &hs.all[hs.byC[k]]; y.client != x.client {
+				newer = y
+			}
+		}
+		if lastStatement {
+			if newer == nil || newer.c >= x.believed {
+				continue
+			}
+			from = newer.c
 		}
 		r.Counts["stale_beliefs"]++
 		var writes []int64
@@ -407,16 +456,13 @@ func staleBeliefs(r *Result, hs holdings, record func(Window)) {
 			}
 		}
 		r.Counts["stale_writes"] += int64(len(writes))
-		k, _ := slices.BinarySearchFunc(hs.byC, x.end(), func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
-		var newer *holding
-		for ; k < len(hs.byC) && newer == nil; k++ {
-			if y := &hs.all[hs.byC[k]]; y.client != x.client {
-				newer = y
-			}
-		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s believed it held the lock from %s until %s; its lease was valid at least until %s", x.who(),
-			history.Seconds(from), believedUntil(x), history.Seconds(x.end()))
+		proof := "its lease was valid at least until"
+		if lastStatement {
+			proof = "its session last proved alive by a statement sent at"
+		}
+		fmt.Fprintf(&b, "%s believed it held the lock from %s until %s; %s %s", x.who(),
+			history.Seconds(from), believedUntil(x), proof, history.Seconds(x.end()))
 		if x.upper > 0 {
 			fmt.Fprintf(&b, " and expired by %s", history.Seconds(x.upper))
 		}
@@ -479,15 +525,50 @@ func hitHolders(hs holdings, faults []FaultEffect) {
 	}
 }
 
+// heldThrough marks the faults that kept the lock from everyone else: from
+// the fault's start until the nemesis began healing it (a resumed client
+// may release before the heal is recorded as done) no client the fault did
+// not freeze was granted the lock, while one it froze held it, either from
+// before the start or granted by the server while frozen (its acquire
+// completes only after the heal, and is the first grant after the start).
+func heldThrough(hs holdings, faults []FaultEffect, h []history.Event) {
+	for i := range faults {
+		f := &faults[i]
+		healing := f.End
+		for _, e := range h {
+			if e.Process == history.Nemesis && e.Type == history.Invoke && e.F == history.Stop && e.Fault == f.Fault &&
+				e.Time >= f.Start && e.Time <= f.End {
+				healing = e.Time
+			}
+		}
+		held := false
+		for _, x := range hs.all {
+			held = held || (x.c <= f.Start && x.believed >= healing && slices.Contains(f.Targets, x.client))
+		}
+		k, _ := slices.BinarySearchFunc(hs.byC, f.Start, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+		if k < len(hs.byC) {
+			if first := &hs.all[hs.byC[k]]; first.c >= healing && slices.Contains(f.Targets, first.client) {
+				held = true
+			}
+		}
+		for ; held && k < len(hs.byC) && hs.all[hs.byC[k]].c <= healing; k++ {
+			held = slices.Contains(f.Targets, hs.all[hs.byC[k]].client)
+		}
+		f.HeldThrough = held
+	}
+}
+
 // Evidence says how much a verdict is worth: a valid run whose faults
-// never put a holder past its lease tested less than it seems. It returns
+// never put a holder past its lease (or, for a lock with no TTL, never
+// kept the lock from everyone else) tested less than it seems. It returns
 // "" when there is nothing to say.
 func Evidence(verdict Verdict, rs []Result) string {
 	if verdict != Valid {
 		return ""
 	}
 	for _, r := range rs {
-		if r.Checker == (Exclusion{}).Name() && r.Valid == Valid && r.Counts["faults"] > 0 && r.Counts["faults_effective"] == 0 {
+		if r.Checker == (Exclusion{}).Name() && r.Valid == Valid && r.Counts["faults"] > 0 &&
+			r.Counts["faults_effective"]+r.Counts["faults_held_through"] == 0 {
 			return WeakEvidence
 		}
 	}

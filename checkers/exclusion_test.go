@@ -15,7 +15,10 @@ var (
 	redisLease   = Lease{TTL: 2e9, SlackFixed: 1e6, SlackPPM: 500}
 	redlockLease = Lease{TTL: 2e9, SlackFixed: 1e6, SlackPPM: 10_000}
 	etcdLease    = Lease{TTL: 2e9, Session: true}
-	noLease      = Lease{None: "cas takes no lock: each write is conditional on the version read"}
+	// PostgreSQL's advisory lock has no TTL: a holding is certain up to
+	// the send of the last statement that succeeded on its session.
+	pgLease = Lease{TTL: 2e9, LastStatement: true}
+	noLease = Lease{None: "cas takes no lock: each write is conditional on the version read"}
 )
 
 func checkExclusion(t *testing.T, name string, l Lease) Result {
@@ -157,6 +160,69 @@ func TestExclusionGolden(t *testing.T) {
 		},
 		{
 			name: "bound-etcd", lease: noLease, model: "none", want: Skipped,
+		},
+		{
+			// c1's token statement (0.995 s) and its session check sent at
+			// 1.666 s prove its holding; the server is killed at 2.000 s
+			// and restarted, which ends c1's session; c2 is granted at
+			// 2.600 s. c1's belief is stale from c2's grant to its release,
+			// with its one write inside, credited to the kill: not a
+			// broken promise.
+			name: "pg-restart", lease: pgLease, model: "postgres", want: Valid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "two_holders": 0, "stale_beliefs": 1, "stale_writes": 1, "faults_effective": 1})
+				w := window(t, r, "stale-belief")
+				wantWindow(t, w, 2600e6, 2810e6)
+				if w.ExpiredBy != 0 || w.Writes != 1 || w.Fault != 6 {
+					t.Errorf("stale window = %+v", w)
+				}
+				wantSame(t, "clients", w.Clients, []string{"c1", "c2"})
+				wantMentions(t, Anomaly{Kind: w.Kind, Message: w.Message}, "its session last proved alive by a statement sent at 1.666 s",
+					"c2 (token 8) acquired it at 2.600 s")
+			},
+		},
+		{
+			// A TTL of 2 s from c1's last renewal would have made the
+			// same grant a violation.
+			name: "pg-restart", lease: redisLease, model: "redis", want: Invalid,
+		},
+		{
+			// c1 holds the lock through a 4 s pause and c2 waits for it:
+			// the lock failed closed. c1 releases as soon as it resumes,
+			// before the heal is recorded as done; the fault still held
+			// the lock from everyone until its heal began, so it reached a
+			// holder: no weak evidence.
+			name: "pg-paused-holder", lease: pgLease, model: "postgres", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"faults": 1, "faults_effective": 0, "faults_held_through": 1, "stale_beliefs": 0})
+				if f := r.Faults[0]; !f.HeldThrough || !f.HitHolder {
+					t.Errorf("fault effect = %+v", f)
+				}
+				if got := Evidence(Valid, []Result{r}); got != "" {
+					t.Errorf("evidence %q", got)
+				}
+			},
+		},
+		{
+			// Under a lease the same pause opens no window and holds
+			// nothing through: weak evidence.
+			name: "pg-paused-holder", lease: redisLease, model: "redis", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				if got := Evidence(Valid, []Result{r}); got != WeakEvidence || r.Faults[0].HeldThrough {
+					t.Errorf("evidence %q, fault %+v", got, r.Faults[0])
+				}
+			},
+		},
+		{
+			// c2 is granted at 1.200 s while c1's session check sent at
+			// 1.500 s succeeds, and c2's own check at 1.600 s too: both
+			// sessions held the lock from 1.200 s to 1.500 s.
+			name: "pg-two-sessions", lease: pgLease, model: "postgres", want: Invalid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"two_holders": 1, "stale_beliefs": 0})
+				wantWindow(t, window(t, r, "two-holders"), 1200e6, 1500e6)
+			},
 		},
 	}
 	for _, tt := range tests {

@@ -49,10 +49,15 @@ type Config struct {
 	PauseTarget     string      `json:"pause_target"`
 	RestartDelay    Duration    `json:"restart_delay"`
 	// RedisPersistence is how Redis nodes keep data across a restart.
-	RedisPersistence string   `json:"redis_persistence"`
-	WorkMax          Duration `json:"work_max"`
-	OpTimeout        Duration `json:"op_timeout"`
-	CheckTimeout     Duration `json:"check_timeout"`
+	RedisPersistence string `json:"redis_persistence"`
+	// PgLock is the PostgreSQL advisory lock's mode, PgIdleTimeout the
+	// server's idle_session_timeout and idle_in_transaction_session_timeout
+	// (0: off); only the postgres backend keeps them.
+	PgLock        string   `json:"pg_lock,omitempty"`
+	PgIdleTimeout Duration `json:"pg_idle_timeout,omitempty"`
+	WorkMax       Duration `json:"work_max"`
+	OpTimeout     Duration `json:"op_timeout"`
+	CheckTimeout  Duration `json:"check_timeout"`
 	// CheckLease makes clients skip the write when they already know their
 	// lease is lost.
 	CheckLease bool `json:"check_lease"`

@@ -105,13 +105,16 @@ func TestBackendsUnderPause(t *testing.T) {
 
 func TestBackendCombinationsRefused(t *testing.T) {
 	cases := map[string][]string{
-		"redlock has no tokens":       {"--backend", "redlock", "--fence", "all"},
-		"cas has no tokens":           {"--backend", "cas", "--fence", "writes"},
-		"etcd store needs etcd":       {"--backend", "redis", "--store", "etcd"},
-		"etcd store is its own fence": {"--backend", "etcd", "--store", "etcd", "--fence", "all"},
-		"etcd counts whole seconds":   {"--backend", "etcd", "--ttl", "1500ms"},
-		"redlock nodes":               {"--backend", "redlock", "--nodes", "0"},
-		"unknown workload":            {"--workload", "bank"},
+		"redlock has no tokens":                   {"--backend", "redlock", "--fence", "all"},
+		"cas has no tokens":                       {"--backend", "cas", "--fence", "writes"},
+		"etcd store needs etcd":                   {"--backend", "redis", "--store", "etcd"},
+		"etcd store is its own fence":             {"--backend", "etcd", "--store", "etcd", "--fence", "all"},
+		"etcd counts whole seconds":               {"--backend", "etcd", "--ttl", "1500ms"},
+		"redlock nodes":                           {"--backend", "redlock", "--nodes", "0"},
+		"postgres keepalives count whole seconds": {"--backend", "postgres", "--ttl", "1s"},
+		"postgres store holds a transaction":      {"--backend", "postgres", "--store", "postgres", "--pg-lock", "session"},
+		"postgres clock is not the wall clock":    {"--backend", "postgres", "--nemesis", "clock"},
+		"unknown workload":                        {"--workload", "bank"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

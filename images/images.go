@@ -315,7 +315,8 @@ type Kind string
 
 // kinds build each Kind, when missing.
 var kinds = map[Kind]func(context.Context, *client.Client, Options) (string, error){
-	JVM: ensureJVM,
+	JVM:      ensureJVM,
+	Postgres: ensurePostgres,
 }
 
 // EnsureKind returns the image of kind k, building it only when missing.

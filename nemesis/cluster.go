@@ -27,6 +27,10 @@ type Topology struct {
 	// Independent is set when the service nodes never talk to each other
 	// (Redlock): only cuts between clients and nodes matter there.
 	Independent bool
+	// Shared is set for a service of one server whose sessions every
+	// client holds (PostgreSQL): cutting that server from every client at
+	// once is a shape of its own, beside cutting the holder off.
+	Shared bool
 	// WallClock is set when the service nodes keep their leases on the
 	// wall clock, read through libc where the clock shim reaches (Redis);
 	// their commands then run under UnderClock when a clock fault is asked

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,25 @@ func TestScheduleIsSeeded(t *testing.T) {
 		if g < 500*time.Millisecond || g > 1500*time.Millisecond {
 			t.Errorf("gap %s outside [Interval/2, 3*Interval/2]", g)
 		}
+	}
+}
+
+// A shared server (PostgreSQL) can be cut from every client at once,
+// beside the holder alone; other topologies of one node keep their shapes.
+func TestPartitionIsolatesASharedServer(t *testing.T) {
+	shared := &Partition{Topology: Topology{Service: []string{"postgres"}, Clients: []string{"c1", "c2"}, Shared: true}}
+	if got := shared.shapes(); !slices.Equal(got, []string{"client-holder", "isolate-service"}) {
+		t.Fatalf("shapes %v", got)
+	}
+	pairs, sides, err := shared.plan(context.Background(), rand.New(rand.NewPCG(1, 1)), "isolate-service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pairs, [][2]string{{"postgres", "c1"}, {"postgres", "c2"}}) || !slices.Equal(sides, []string{"postgres", "c1,c2"}) {
+		t.Errorf("pairs %v, sides %v", pairs, sides)
+	}
+	single := &Partition{Topology: Topology{Service: []string{"redis"}, Clients: []string{"c1"}}}
+	if got := single.shapes(); !slices.Equal(got, []string{"client-holder"}) {
+		t.Errorf("redis shapes %v", got)
 	}
 }

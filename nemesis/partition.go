@@ -32,8 +32,10 @@ var failoverKind = Kind{Name: "failover", NetAdmin: true, Outlived: true,
 // inside the network namespace of each node on either side, as a real
 // blackhole does. Its shapes follow Jepsen's (isolate one node, halves,
 // majorities ring, bridge, isolate the leader) plus the cuts that matter to
-// a lock: the holder cut off from its lock service, and for Redlock, whose
-// nodes never talk to each other, the holder cut from a minority of nodes.
+// a lock: the holder cut off from its lock service, for Redlock, whose
+// nodes never talk to each other, the holder cut from a minority of nodes,
+// and for a shared server (Topology.Shared) the server cut from every
+// client.
 //
 // With Failover set it makes one shape only, for Redis with Sentinel: the
 // primary and some clients on one side, the replicas, the Sentinels and the
@@ -65,6 +67,9 @@ func (p *Partition) shapes() []string {
 	t := p.Topology
 	if t.Independent {
 		return append(shapes, "client-minority")
+	}
+	if t.Shared {
+		shapes = append(shapes, "isolate-service")
 	}
 	if n := len(t.Service) + len(t.Sentinels); n >= 2 {
 		shapes = append(shapes, "isolate-one", "halves")
@@ -113,6 +118,9 @@ func (p *Partition) plan(ctx context.Context, r *rand.Rand, shape string) ([][2]
 			from = minority(r, t.Service)
 		}
 		pairs, sides := split([]string{holder}, from)
+		return pairs, sides, nil
+	case "isolate-service":
+		pairs, sides := split(t.Service, t.Clients)
 		return pairs, sides, nil
 	case "isolate-one":
 		one := pick(r, nodes, 1)

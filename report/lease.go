@@ -209,6 +209,9 @@ func (an *analysis) leaseView() (leaseView, error) {
 		if f.HitHolder {
 			hit = "yes"
 		}
+		if f.HeldThrough {
+			hit = "yes, and it kept the lock from everyone for the whole fault"
+		}
 		v.Faults = append(v.Faults, faultRow{Fault: f.Fault + " " + joinAnd(f.Targets), Start: history.Seconds(f.Start),
 			End: history.Seconds(f.End), Hit: hit, Unavailable: an.unavailable(f.Start),
 			Windows: f.StaleWindows, Writes: f.StaleWrites, TwoHolders: f.TwoHolders})
@@ -229,6 +232,13 @@ func (an *analysis) ttlAdvice(t telemetry) []string {
 	ttl := an.test.Config.TTL.D()
 	if ttl <= 0 {
 		return []string{"The TTL is not known (test.json), so no sizing advice."}
+	}
+	if an.in.Lease.LastStatement {
+		// A lock with no TTL has nothing to size: the TTL only sets the
+		// server's detection of a dead peer.
+		return []string{fmt.Sprintf("This lock has no TTL: it is held as long as its session, which the server ends "+
+			"about %s after a client stops answering (TCP keepalives, tcp_user_timeout), or after an idle timeout; "+
+			"a pause longer than that idle timeout, or a section longer than that detection after a partition, opens a stale window.", ttl)}
 	}
 	ttlMs := float64(ttl) / 1e6
 	var out []string

@@ -361,6 +361,7 @@ func (r *run) workerCmd(name string, seed int64) ([]string, error) {
 		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
 		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
 		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
+		PgLock: r.cfg.PgLock,
 	}.Encode()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
@@ -29,6 +30,7 @@ var flagValues = map[string][]string{
 	"store": runner.Stores(), "stores": runner.Stores(),
 	"pause-target":      config.PauseTargets,
 	"redis-persistence": config.Persistences,
+	"pg-lock":           locks.PgModes,
 	"image-method":      {string(images.Auto), string(images.Dockerfile), string(images.Debootstrap)},
 	"controller":        {controllerAuto, controllerLocal, controllerEngine},
 }

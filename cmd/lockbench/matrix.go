@@ -199,7 +199,7 @@ func newMatrixCmd() *cobra.Command {
 	f.StringSliceVar(&axes.Workloads, "workloads", []string{"counter"}, "workloads")
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
-	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend)")
+	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend, postgres to the postgres backend)")
 	f.IntVar(&runs, "runs", 1, "runs per cell")
 	// Measured on 2 cores (README, "Parallel cells"): two at a time halve
 	// the wall time with the verdicts of one at a time; four gain less and

@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
@@ -31,7 +32,7 @@ type testFlags struct {
 	cfg                                                         config.Config
 	fence, method, mirror, results                              string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
-	restartDelay                                                time.Duration
+	restartDelay, pgIdle                                        time.Duration
 	ctl                                                         controllerFlag
 }
 
@@ -46,6 +47,8 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "clients the pause freezes: holder, random, all")
 	f.DurationVar(&t.restartDelay, "restart-delay", 0, "how long a killed node stays down before it is restarted")
 	f.StringVar(&t.cfg.RedisPersistence, "redis-persistence", "none", "Redis persistence: none, everysec, always (AOF)")
+	f.StringVar(&t.cfg.PgLock, "pg-lock", "", "PostgreSQL advisory lock: "+locks.PgSession+" (pg_advisory_lock on a dedicated session; the default) or "+locks.PgXact+" (pg_advisory_xact_lock in an open transaction; the default with --store postgres)")
+	f.DurationVar(&t.pgIdle, "pg-idle-timeout", 0, "PostgreSQL's idle_session_timeout and idle_in_transaction_session_timeout (default off): they also end the session of a holder that is merely silent")
 	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section")
 	f.DurationVar(&t.opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
@@ -80,6 +83,7 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 	cfg.FaultDuration, cfg.WorkMax = config.Duration(faultFor), config.Duration(t.workMax)
 	cfg.OpTimeout, cfg.CheckTimeout = config.Duration(t.opTimeout), config.Duration(t.checkTO)
 	cfg.RestartDelay = config.Duration(t.restartDelay)
+	cfg.PgIdleTimeout = config.Duration(t.pgIdle)
 	m, err := images.ParseMethod(t.method)
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitUsage, err)
@@ -231,7 +235,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&t.cfg.Workload, "workload", "counter", "workload: counter, set")
 	f.StringSliceVar(&t.cfg.Nemesis, "nemesis", []string{"none"}, "faults, comma separated: "+strings.Join(runner.Nemeses(), ", "))
 	f.StringVar(&t.fence, "fence", "none", "what the store checks fencing tokens on: none, writes, all")
-	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store) or etcd (with --backend etcd: writes are transactions on lock ownership)")
+	f.StringVar(&t.cfg.Store, "store", "lockbench", "where the counter lives: lockbench (the fenced store), etcd (with --backend etcd: writes are transactions on lock ownership) or postgres (with --backend postgres: writes commit in the transaction holding the lock)")
 	f.StringVar(&replay, "replay", "", "run again the configuration and seed stored in this run directory's test.json")
 	f.IntVar(&count, "test-count", 1, "run the test this many times (fresh runs: seeds seed, seed+1, …; a replay repeats its seed), then summarize")
 	f.BoolVar(&untilInvalid, "until-invalid", false, "with --test-count, stop at the first invalid run")

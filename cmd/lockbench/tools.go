@@ -98,7 +98,7 @@ func newCleanCmd() *cobra.Command {
 func newImagesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "images", Short: "Manage the locally built node image"}
 	var method, mirror string
-	var force, jvm bool
+	var force, jvm, pg bool
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node image (Debian's redis-server, fault tools, this binary) if missing",
@@ -124,8 +124,14 @@ func newImagesCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			fmt.Println(tag)
-			if jvm {
-				if tag, err = images.EnsureKind(ctx, eng.Client, images.JVM, opts); err != nil {
+			for _, k := range []struct {
+				want bool
+				kind images.Kind
+			}{{jvm, images.JVM}, {pg, images.Postgres}} {
+				if !k.want {
+					continue
+				}
+				if tag, err = images.EnsureKind(ctx, eng.Client, k.kind, opts); err != nil {
 					return fail(exitHarness, err)
 				}
 				fmt.Println(tag)
@@ -135,6 +141,7 @@ func newImagesCmd() *cobra.Command {
 	}
 	build.Flags().BoolVar(&force, "force", false, "rebuild the base and the node image even if present")
 	build.Flags().BoolVar(&jvm, "jvm", false, "also build the image of the lock services that run on the JVM, otherwise built by the first run that needs it")
+	build.Flags().BoolVar(&pg, "postgres", false, "also build the PostgreSQL image, otherwise built by the first run that needs it")
 	addImageFlags(build.Flags(), &method, &mirror)
 	cmd.AddCommand(build)
 	return cmd

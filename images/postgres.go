@@ -1,0 +1,67 @@
+package images
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/docker/docker/client"
+)
+
+// Postgres is the image of the PostgreSQL server. Like the JVM image its
+// tag is a hash of the node base and of what is installed over it: it runs
+// no lockbench code, so a new lockbench binary never rebuilds it.
+const Postgres Kind = "postgres"
+
+// PostgresPackages are Debian bookworm's PostgreSQL 15 server and its
+// client (psql, for readiness and for reading the store's audit table back).
+var PostgresPackages = []string{"postgresql-15", "postgresql-client-15"}
+
+// PostgresBin is where Debian installs the server's programs, and
+// PostgresData the database cluster the image holds, initialised at build
+// (initdb takes seconds a run need not wait for); a run passes its
+// settings on the server's command line.
+const (
+	PostgresBin  = "/usr/lib/postgresql/15/bin/"
+	PostgresData = "/var/lib/postgresql/lockbench"
+)
+
+// postgresDockerfile installs PostgresPackages over the node base, which
+// brings the tools faults need (ip, iptables, ps). Debian's package creates
+// a cluster of its own (with Debian's configuration layout), which the
+// image removes; its cluster trusts every connection from the run's
+// private network: the server holds nothing but the run's lock and data.
+func postgresDockerfile() string {
+	asPostgres := "setpriv --reuid=postgres --regid=postgres --init-groups "
+	return "FROM " + BaseTag + "\n" +
+		"RUN apt-get update && apt-get install -y --no-install-recommends " + strings.Join(PostgresPackages, " ") +
+		" && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/lib/postgresql/15/main /etc/postgresql/15/main\n" +
+		"RUN install -d -o postgres -g postgres " + PostgresData + " && " + asPostgres + PostgresBin + "initdb -D " + PostgresData +
+		" -A trust -U postgres --locale=C -E UTF8 --no-sync >/dev/null && echo 'host all all 0.0.0.0/0 trust' >> " + PostgresData + "/pg_hba.conf\n"
+}
+
+func postgresTag() string {
+	h := sha256.Sum256([]byte(postgresDockerfile()))
+	return Postgres.repo() + ":" + hex.EncodeToString(h[:])[:12]
+}
+
+// ensurePostgres returns the PostgreSQL image, building it (and the node
+// base under it) only when missing.
+func ensurePostgres(ctx context.Context, cli *client.Client, opts Options) (string, error) {
+	tag := postgresTag()
+	if !opts.Force && exists(ctx, cli, tag) {
+		return tag, nil
+	}
+	if !exists(ctx, cli, BaseTag) {
+		if err := buildBase(ctx, cli, opts); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(opts.Log, "building %s (Debian's PostgreSQL 15, once)\n", tag)
+	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(postgresDockerfile())}, []string{tag, Postgres.Latest()}); err != nil {
+		return "", err
+	}
+	return tag, nil
+}
