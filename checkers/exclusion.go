@@ -115,11 +115,14 @@ type FaultEffect struct {
 	HitHolder bool `json:"hit_holder"`
 	// HeldThrough, for a lock with no TTL (Lease.LastStatement): a
 	// client it froze held the lock (or was granted it while frozen) and
-	// no other client was granted it from the fault's start until its heal
-	// began: the lock was unavailable to everyone else for the whole
-	// fault, which is what such a lock promises under a pause and the
-	// fault's whole effect.
+	// no other client was granted it from HeldFrom until the fault's heal
+	// began: the lock was unavailable to everyone else, which is what such
+	// a lock promises under a pause and the fault's whole effect. HeldFrom
+	// is the fault's start, or later when the pause landed just after its
+	// target released and the target, already waiting again, was granted
+	// the lock while frozen (see heldThrough).
 	HeldThrough  bool  `json:"held_through,omitempty"`
+	HeldFrom     int64 `json:"held_from,omitempty"`
 	StaleWindows int64 `json:"stale_windows"`
 	StaleWrites  int64 `json:"stale_writes"`
 	TwoHolders   int64 `json:"two_holders"`
@@ -525,13 +528,25 @@ func hitHolders(hs holdings, faults []FaultEffect) {
 	}
 }
 
-// heldThrough marks the faults that kept the lock from everyone else: from
-// the fault's start until the nemesis began healing it (a resumed client
-// may release before the heal is recorded as done) no client the fault did
-// not freeze was granted the lock, while one it froze held it, either from
-// before the start or granted by the server while frozen (its acquire
-// completes only after the heal, and is the first grant after the start).
+// heldThrough marks the faults that kept the lock from everyone else
+// until the nemesis began healing them (a resumed client may release
+// before the heal is recorded as done), in one of two ways:
+//   - from the fault's start: no client the fault did not freeze was
+//     granted the lock, while one it froze held it, either from before the
+//     start or granted by the server while frozen (its acquire completes
+//     only after the heal, and is the first grant after the start);
+//   - from a release during the fault: a pause chooses the holder a moment
+//     before it stops it, and the holder may have released and asked for
+//     the lock again in between (its acquire invoked before the fault
+//     started). Others are then granted the lock during the fault until
+//     the server grants it to the frozen waiter, whose acquire completes
+//     only after the heal and is the next grant after the previous
+//     holder's; from that holder's release on, everyone waits. This counts
+//     when it kept the lock from everyone for at least half the fault,
+//     so that a pause that merely ended as the waiter's turn came does
+//     not.
 func heldThrough(hs holdings, faults []FaultEffect, h []history.Event) {
+	target := func(f *FaultEffect, x *holding) bool { return slices.Contains(f.Targets, x.client) }
 	for i := range faults {
 		f := &faults[i]
 		healing := f.End
@@ -542,20 +557,48 @@ func heldThrough(hs holdings, faults []FaultEffect, h []history.Event) {
 			}
 		}
 		held := false
-		for _, x := range hs.all {
-			held = held || (x.c <= f.Start && x.believed >= healing && slices.Contains(f.Targets, x.client))
+		for j := range hs.all {
+			x := &hs.all[j]
+			held = held || (x.c <= f.Start && x.believed >= healing && target(f, x))
 		}
 		k, _ := slices.BinarySearchFunc(hs.byC, f.Start, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
 		if k < len(hs.byC) {
-			if first := &hs.all[hs.byC[k]]; first.c >= healing && slices.Contains(f.Targets, first.client) {
+			if first := &hs.all[hs.byC[k]]; first.c >= healing && target(f, first) {
 				held = true
 			}
 		}
 		for ; held && k < len(hs.byC) && hs.all[hs.byC[k]].c <= healing; k++ {
-			held = slices.Contains(f.Targets, hs.all[hs.byC[k]].client)
+			held = target(f, &hs.all[hs.byC[k]])
 		}
-		f.HeldThrough = held
+		if held {
+			f.HeldThrough, f.HeldFrom = true, f.Start
+			continue
+		}
+		// The late pause: y is the first grant completing after the heal
+		// began, p the grant before it.
+		k, _ = slices.BinarySearchFunc(hs.byC, healing, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+		if k == 0 || k == len(hs.byC) {
+			continue
+		}
+		y, p := &hs.all[hs.byC[k]], &hs.all[hs.byC[k-1]]
+		if !target(f, y) || !p.released || acquireInvoked(h, y) > f.Start {
+			continue
+		}
+		if from := max(p.believed, f.Start); 2*(healing-from) >= healing-f.Start {
+			f.HeldThrough, f.HeldFrom = true, from
+		}
 	}
+}
+
+// acquireInvoked is the time x's client invoked the acquire that granted
+// x: its last acquire invocation before the grant.
+func acquireInvoked(h []history.Event, x *holding) int64 {
+	for i := min(x.okIdx, int64(len(h))-1); i >= 0; i-- {
+		if e := h[i]; e.Process == x.client && e.F == history.Acquire && e.Type == history.Invoke && e.Time <= x.c {
+			return e.Time
+		}
+	}
+	return x.c
 }
 
 // Evidence says how much a verdict is worth: a valid run whose faults

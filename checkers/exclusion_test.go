@@ -205,6 +205,36 @@ func TestExclusionGolden(t *testing.T) {
 			},
 		},
 		{
+			// The pause chose c1 while it held token 7, but c1 released
+			// and asked again before the SIGSTOP; c2 was granted during
+			// the fault, released at 1.300 s, and the server then granted
+			// the frozen c1, whose acquire completes after the heal: the
+			// lock was kept from everyone from 1.300 s until the heal
+			// began at 5.210 s, most of the fault.
+			name: "pg-late-pause", lease: pgLease, model: "postgres", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"faults": 1, "faults_held_through": 1, "stale_beliefs": 0})
+				if f := r.Faults[0]; !f.HeldThrough || f.HeldFrom != 1300e6 {
+					t.Errorf("fault effect = %+v, want held from 1.300 s", f)
+				}
+				if got := Evidence(Valid, []Result{r}); got != "" {
+					t.Errorf("evidence %q", got)
+				}
+			},
+		},
+		{
+			// The same, but c2 keeps the lock until 4.000 s: the frozen
+			// c1 kept it from everyone for 1.2 s of a 4 s fault, less
+			// than half: the pause mostly missed, weak evidence.
+			name: "pg-late-pause-short", lease: pgLease, model: "postgres", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"faults": 1, "faults_held_through": 0})
+				if got := Evidence(Valid, []Result{r}); got != WeakEvidence || r.Faults[0].HeldThrough {
+					t.Errorf("evidence %q, fault %+v", got, r.Faults[0])
+				}
+			},
+		},
+		{
 			// Under a lease the same pause opens no window and holds
 			// nothing through: weak evidence.
 			name: "pg-paused-holder", lease: redisLease, model: "redis", want: Valid,

@@ -209,8 +209,11 @@ func (an *analysis) leaseView() (leaseView, error) {
 		if f.HitHolder {
 			hit = "yes"
 		}
-		if f.HeldThrough {
+		switch {
+		case f.HeldThrough && f.HeldFrom <= f.Start:
 			hit = "yes, and it kept the lock from everyone for the whole fault"
+		case f.HeldThrough:
+			hit = fmt.Sprintf("yes: it froze its target just after a release, and the lock, granted to it while frozen, was kept from everyone from %s until the heal", history.Seconds(f.HeldFrom))
 		}
 		v.Faults = append(v.Faults, faultRow{Fault: f.Fault + " " + joinAnd(f.Targets), Start: history.Seconds(f.Start),
 			End: history.Seconds(f.End), Hit: hit, Unavailable: an.unavailable(f.Start),
