@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -26,29 +27,41 @@ import (
 // against the floor of what the engine and the service cost anyway.
 
 var (
-	benchOnce  sync.Once
+	binOnce    sync.Once
 	benchBin   string
+	binErr     error
+	benchOnce  sync.Once
 	benchImage string
 	benchErr   error
 )
 
-// benchSetup builds the lockbench binary and its node image once.
-func benchSetup(b *testing.B) (*clusters.Engine, string) {
+// benchBinary builds the lockbench binary once.
+func benchBinary(b *testing.B) string {
 	b.Helper()
-	benchOnce.Do(func() {
+	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "lockbench-bench-")
 		if err != nil {
-			benchErr = err
+			binErr = err
 			return
 		}
 		benchBin = filepath.Join(dir, "lockbench")
 		cmd := exec.Command("go", "build", "-o", benchBin, "../cmd/lockbench")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			benchErr = err
-			b.Logf("%s", out)
-			return
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
+	})
+	if binErr != nil {
+		b.Fatal(binErr)
+	}
+	return benchBin
+}
+
+// benchSetup builds the lockbench binary and its node image once.
+func benchSetup(b *testing.B) (*clusters.Engine, string) {
+	b.Helper()
+	benchBinary(b)
+	benchOnce.Do(func() {
 		eng, err := clusters.Connect(context.Background())
 		if err != nil {
 			benchErr = err
