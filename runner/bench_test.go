@@ -276,3 +276,74 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkRunOverhead times whole runs without faults and reports what
+// they cost beyond their time limit, phase by phase, against the floor of
+// starting and removing the same containers (the services, the store, the
+// clients) without waiting for anything.
+func BenchmarkRunOverhead(b *testing.B) {
+	eng, image := benchSetup(b)
+	const limit = 10 * time.Second
+	for _, name := range []string{backends.Redis{}.Name(), "redlock", "etcd"} {
+		b.Run(name, func(b *testing.B) {
+			cfg := benchConfig(name)
+			cfg.TimeLimit = config.Duration(limit)
+			phases := map[string]time.Duration{}
+			var order []string
+			var over, floor time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				rep, err := Run(context.Background(), cfg, Options{
+					Results: b.TempDir(), Binary: benchBin, ImageMethod: images.Auto,
+					Mirror: "http://deb.debian.org/debian", Out: io.Discard,
+					Phase: func(p string, d time.Duration) {
+						if _, ok := phases[p]; !ok {
+							order = append(order, p)
+						}
+						phases[p] += d
+					},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Verdict != checkers.Valid {
+					b.Fatalf("a run without faults judged %s", rep.Verdict)
+				}
+				over += time.Since(start) - limit
+
+				floor += timeIt(b, func() {
+					c := newBenchCluster(b, eng, image)
+					b, _ := backends.Lookup(name)
+					var nodes []clusters.Node
+					for _, s := range b.Layout(&cfg).Services {
+						nodes = append(nodes, s.Node)
+					}
+					idle := []string{"sleep", "3600"}
+					nodes = append(nodes, clusters.Node{Name: "store", Role: "store", Cmd: idle})
+					for k := 1; k <= cfg.Concurrency; k++ {
+						nodes = append(nodes, clusters.Node{Name: fmt.Sprintf("c%d", k), Role: "client", Cmd: idle})
+					}
+					if err := c.StartAll(context.Background(), nodes); err != nil {
+						panic(err)
+					}
+					if err := c.Down(context.Background()); err != nil {
+						panic(err)
+					}
+				})
+			}
+			n := float64(b.N)
+			b.ReportMetric(over.Seconds()*1000/n, "ms/overhead")
+			b.ReportMetric(floor.Seconds()*1000/n, "ms/floor")
+			b.ReportMetric(over.Seconds()/floor.Seconds(), "x-floor")
+			for _, p := range order {
+				if p == "time limit" {
+					// The time limit itself, less what the run's
+					// clock counts in it beyond the limit.
+					b.ReportMetric((phases[p].Seconds()-limit.Seconds()*n)*1000/n, "ms-past-"+strings.ReplaceAll(p, " ", "-"))
+					continue
+				}
+				b.ReportMetric(phases[p].Seconds()*1000/n, "ms-"+strings.ReplaceAll(p, " ", "-"))
+			}
+		})
+	}
+}

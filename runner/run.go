@@ -31,6 +31,11 @@ const (
 	storeAddr = "store:7000"
 	// storeLogPath is where the store keeps its log inside its container.
 	storeLogPath = "/var/lib/lockbench/store.log"
+	// epochPath and specPath are the files a created store and client find
+	// at their start: the run's epoch, and the client's spec. They are
+	// created while the lock service comes up, before the epoch is known.
+	epochPath = "/lockbench-epoch"
+	specPath  = "/lockbench-spec.json"
 	// resultsLabel on the store container names the run's results directory.
 	resultsLabel = clusters.Label + ".results"
 )
@@ -52,6 +57,9 @@ type Options struct {
 	// Command is the command line that asked for the run, kept in
 	// test.json for people; --replay reads Config, not this.
 	Command []string
+	// Phase, when set, is told how long each phase of the run took, in
+	// order: the benchmark of a run's overhead breaks it down by phase.
+	Phase func(name string, took time.Duration)
 }
 
 type run struct {
@@ -70,11 +78,23 @@ type run struct {
 
 	status  *status
 	histErr atomic.Pointer[error]
+	// phaseStart is when the phase under way began (see Options.Phase).
+	phaseStart time.Time
+}
+
+// phase ends the phase under way, named name, and starts the next.
+func (r *run) phase(name string) {
+	now := time.Now()
+	if r.opts.Phase != nil {
+		r.opts.Phase(name, now.Sub(r.phaseStart))
+	}
+	r.phaseStart = now
 }
 
 // Run runs one test and checks it. The cluster is torn down and every fault
 // healed before it returns, whatever happened.
 func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Results, err error) {
+	began := time.Now()
 	if err := Validate(&cfg); err != nil {
 		return nil, err
 	}
@@ -108,7 +128,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		return nil, err
 	}
 	r := &run{cfg: cfg, backend: b, layout: layout, opts: opts, dir: dir, hist: hist, holders: newHolders(!b.Locks()),
-		status: newStatus(opts.Out, cfg.TimeLimit.D())}
+		status: newStatus(opts.Out, cfg.TimeLimit.D()), phaseStart: began}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
 	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
@@ -121,9 +141,12 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		return nil, err
 	}
 	r.cluster = cluster
+	r.phase("images and network")
 	interrupted := false
 	defer func() {
-		if terr := r.teardown(); terr != nil && err == nil {
+		terr := r.teardown()
+		r.phase("teardown")
+		if terr != nil && err == nil {
 			err = terr
 		}
 		if err != nil && !interrupted {
@@ -131,6 +154,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		}
 		var cerr error
 		rep, cerr = Check(dir, cfg.CheckTimeout.D())
+		r.phase("check")
 		if cerr != nil && err == nil {
 			err = cerr
 		}
@@ -196,30 +220,46 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		return fmt.Errorf("results directory: %w", err)
 	}
 	services := r.fitForFaults(r.layout.Services)
+	// The store's and the clients' containers are created while the
+	// service comes up; creating a container costs as much as starting it.
+	created := make(chan error, 1)
+	go func() {
+		defer recovered("create store and clients", func(err error) { created <- err })
+		created <- r.create(ctx, abs)
+	}()
 	if err := r.start(ctx, services); err != nil {
+		// Whatever the creation makes must be known to the teardown.
+		<-created
 		return err
 	}
+	r.phase("service up")
 	if r.layout.Ready != nil {
 		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
 		if err != nil {
+			<-created
 			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
 		}
 		test.Health = strings.TrimSpace(out)
 	}
+	r.phase("service healthy")
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
 	r.epoch = history.Mono()
+	if err := <-created; err != nil {
+		return err
+	}
+	r.phase("store and clients created")
 	if r.cfg.Store == config.DefaultStore {
-		if err := r.start(ctx, []backends.Service{{
-			Node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
-				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
-				"--epoch", strconv.FormatInt(r.epoch, 10),
-			}, Labels: map[string]string{resultsLabel: abs}},
-			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
-		}}); err != nil {
+		r.services = append(r.services, "store")
+		epoch := []byte(strconv.FormatInt(r.epoch, 10))
+		if err := r.cluster.StartCreated(ctx, "store", map[string][]byte{epochPath: epoch}); err != nil {
+			return err
+		}
+		if _, err := r.cluster.WaitReady(ctx, "store", 30*time.Second, "lockbench", "health", "127.0.0.1:7000"); err != nil {
 			return err
 		}
 	}
+	r.phase("store up")
 	for _, s := range services {
 		if _, known := test.Versions[s.Node.Role]; known || s.Version == nil {
 			continue
@@ -229,7 +269,33 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 			test.Versions[s.Node.Role] = strings.TrimSpace(first)
 		}
 	}
+	r.phase("versions")
 	return nil
+}
+
+// create creates, without starting them, the store (unless the lock
+// service keeps the value) and the clients. They start once the service is
+// healthy and the epoch known, which reaches them as files.
+func (r *run) create(ctx context.Context, resultsDir string) error {
+	var nodes []clusters.Node
+	if r.cfg.Store == config.DefaultStore {
+		nodes = append(nodes, clusters.Node{Name: "store", Role: "store", Cmd: []string{
+			"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
+			"--epoch-file", epochPath,
+		}, Labels: map[string]string{resultsLabel: resultsDir}})
+	}
+	for i := 1; i <= r.cfg.Concurrency; i++ {
+		name := fmt.Sprintf("c%d", i)
+		nodes = append(nodes, clusters.Node{Name: name, Role: "client", Cmd: []string{"lockbench", "worker", "@" + specPath}, Caps: r.caps()})
+		r.clients = append(r.clients, name)
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = r.cluster.Create(ctx, n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // start starts nodes and waits until each passes its probe.
@@ -260,20 +326,24 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	seeds := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0))
 	var followers sync.WaitGroup
 	followErrs := make(chan error, r.cfg.Concurrency)
-	var clients []clusters.Node
-	for i := 1; i <= r.cfg.Concurrency; i++ {
-		name := fmt.Sprintf("c%d", i)
-		cmd, err := r.workerCmd(name, seeds.Int64())
+	specs := make([][]byte, len(r.clients))
+	for i, name := range r.clients {
+		spec, err := r.spec(name, seeds.Int64())
 		if err != nil {
 			return false, err
 		}
-		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: cmd, Caps: r.caps()})
-		r.clients = append(r.clients, name)
+		specs[i] = []byte(spec)
 	}
 	r.status.watch(r.clients)
 	// Started together, so that no client has the lock to itself for the
 	// first seconds.
-	if err := r.cluster.StartAll(ctx, clients); err != nil {
+	errs := make([]error, len(r.clients))
+	var started sync.WaitGroup
+	for i, name := range r.clients {
+		started.Go(func() { errs[i] = r.cluster.StartCreated(ctx, name, map[string][]byte{specPath: specs[i]}) })
+	}
+	started.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
 	for _, name := range r.clients {
@@ -292,6 +362,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	}
 
 	r.faults = r.buildFaults(ctx)
+	r.phase("clients started")
 	r.status.start()
 	limit, cancel := context.WithTimeout(ctx, r.cfg.TimeLimit.D())
 	defer cancel()
@@ -320,12 +391,15 @@ wait:
 		}
 	}
 	r.status.done()
+	r.phase("time limit")
 	interrupted := ctx.Err() != nil
 	if nemDone != nil {
 		nemErr = <-nemDone
 	}
 	r.stopClients()
+	r.phase("clients stopped")
 	followers.Wait()
+	r.phase("last events read")
 	close(followErrs)
 	for err := range followErrs {
 		if nemErr == nil {
@@ -350,15 +424,20 @@ func recovered(what string, report func(error)) {
 // workerCmd is the command of the client named name: the worker and its
 // one spec.
 func (r *run) workerCmd(name string, seed int64) ([]string, error) {
-	spec, err := backends.Spec{
-		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
-		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
-		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
-	}.Encode()
+	spec, err := r.spec(name, seed)
 	if err != nil {
 		return nil, err
 	}
 	return []string{"lockbench", "worker", spec}, nil
+}
+
+// spec is client name's worker spec, serialized.
+func (r *run) spec(name string, seed int64) (string, error) {
+	return backends.Spec{
+		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
+		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
+		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
+	}.Encode()
 }
 
 // clientLine records one line a client printed: an event, or anything else
