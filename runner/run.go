@@ -221,7 +221,8 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	}
 	services := r.fitForFaults(r.layout.Services)
 	// The store's and the clients' containers are created while the
-	// service comes up; creating a container costs as much as starting it.
+	// service comes up, which takes their creation out of the time
+	// between the service's health and the workload.
 	created := make(chan error, 1)
 	go func() {
 		defer recovered("create store and clients", func(err error) { created <- err })
