@@ -67,16 +67,6 @@ func (c *Cluster) RunID() string { return c.runID }
 
 // Start creates and starts n.
 func (c *Cluster) Start(ctx context.Context, n Node) error {
-	if err := c.Create(ctx, n); err != nil {
-		return err
-	}
-	return c.StartCreated(ctx, n.Name, nil)
-}
-
-// Create creates n without starting it: a run creates its store and
-// clients while the lock service comes up, and starts them, with what
-// they could not know before (the run's epoch), once it is healthy.
-func (c *Cluster) Create(ctx context.Context, n Node) error {
 	labels := map[string]string{Label: c.runID, Label + ".node": n.Name, Label + ".role": n.Role}
 	for k, v := range n.Labels {
 		labels[k] = v
@@ -103,36 +93,8 @@ func (c *Cluster) Create(ctx context.Context, n Node) error {
 	c.mu.Lock()
 	c.nodes[n.Name] = &n
 	c.mu.Unlock()
-	return nil
-}
-
-// StartCreated writes files (absolute path → contents) into a node Create
-// made, then starts it.
-func (c *Cluster) StartCreated(ctx context.Context, name string, files map[string][]byte) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	if len(files) > 0 {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for path, data := range files {
-			if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o644, Size: int64(len(data))}); err != nil {
-				return fmt.Errorf("files for %s: %w", name, err)
-			}
-			if _, err := tw.Write(data); err != nil {
-				return fmt.Errorf("files for %s: %w", name, err)
-			}
-		}
-		if err := tw.Close(); err != nil {
-			return fmt.Errorf("files for %s: %w", name, err)
-		}
-		if err := c.eng.CopyToContainer(ctx, n.ID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
-			return fmt.Errorf("files for %s: %w", name, err)
-		}
-	}
-	if err := c.eng.ContainerStart(ctx, n.ID, container.StartOptions{}); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
+	if err := c.eng.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start %s: %w", n.Name, err)
 	}
 	return nil
 }

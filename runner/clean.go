@@ -36,9 +36,6 @@ func Clean(ctx context.Context, eng *clusters.Engine, runID string) ([]clusters.
 		if _, err := os.Stat(dst); err == nil {
 			continue
 		}
-		if c.State == "created" {
-			continue // created while the service came up, never started: no log
-		}
 		data, err := clusters.CopyFile(ctx, eng, c.ID, storeLogPath)
 		if err != nil {
 			return nil, saved, fmt.Errorf("save store log of run %s: %w", c.Labels[clusters.Label], err)

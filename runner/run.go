@@ -31,11 +31,6 @@ const (
 	storeAddr = "store:7000"
 	// storeLogPath is where the store keeps its log inside its container.
 	storeLogPath = "/var/lib/lockbench/store.log"
-	// epochPath and specPath are the files a created store and client find
-	// at their start: the run's epoch, and the client's spec. They are
-	// created while the lock service comes up, before the epoch is known.
-	epochPath = "/lockbench-epoch"
-	specPath  = "/lockbench-spec.json"
 	// resultsLabel on the store container names the run's results directory.
 	resultsLabel = clusters.Label + ".results"
 )
@@ -220,24 +215,13 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		return fmt.Errorf("results directory: %w", err)
 	}
 	services := r.fitForFaults(r.layout.Services)
-	// The store's and the clients' containers are created while the
-	// service comes up, which takes their creation out of the time
-	// between the service's health and the workload.
-	created := make(chan error, 1)
-	go func() {
-		defer recovered("create store and clients", func(err error) { created <- err })
-		created <- r.create(ctx, abs)
-	}()
 	if err := r.start(ctx, services); err != nil {
-		// Whatever the creation makes must be known to the teardown.
-		<-created
 		return err
 	}
 	r.phase("service up")
 	if r.layout.Ready != nil {
 		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
 		if err != nil {
-			<-created
 			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
 		}
 		test.Health = strings.TrimSpace(out)
@@ -246,17 +230,14 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
 	r.epoch = history.Mono()
-	if err := <-created; err != nil {
-		return err
-	}
-	r.phase("store and clients created")
 	if r.cfg.Store == config.DefaultStore {
-		r.services = append(r.services, "store")
-		epoch := []byte(strconv.FormatInt(r.epoch, 10))
-		if err := r.cluster.StartCreated(ctx, "store", map[string][]byte{epochPath: epoch}); err != nil {
-			return err
-		}
-		if _, err := r.cluster.WaitReady(ctx, "store", 30*time.Second, "lockbench", "health", "127.0.0.1:7000"); err != nil {
+		if err := r.start(ctx, []backends.Service{{
+			Node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
+				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
+				"--epoch", strconv.FormatInt(r.epoch, 10),
+			}, Labels: map[string]string{resultsLabel: abs}},
+			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
+		}}); err != nil {
 			return err
 		}
 	}
@@ -272,31 +253,6 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	}
 	r.phase("versions")
 	return nil
-}
-
-// create creates, without starting them, the store (unless the lock
-// service keeps the value) and the clients. They start once the service is
-// healthy and the epoch known, which reaches them as files.
-func (r *run) create(ctx context.Context, resultsDir string) error {
-	var nodes []clusters.Node
-	if r.cfg.Store == config.DefaultStore {
-		nodes = append(nodes, clusters.Node{Name: "store", Role: "store", Cmd: []string{
-			"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
-			"--epoch-file", epochPath,
-		}, Labels: map[string]string{resultsLabel: resultsDir}})
-	}
-	for i := 1; i <= r.cfg.Concurrency; i++ {
-		name := fmt.Sprintf("c%d", i)
-		nodes = append(nodes, clusters.Node{Name: name, Role: "client", Cmd: []string{"lockbench", "worker", "@" + specPath}, Caps: r.caps()})
-		r.clients = append(r.clients, name)
-	}
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = r.cluster.Create(ctx, n) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // start starts nodes and waits until each passes its probe.
@@ -327,24 +283,20 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	seeds := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0))
 	var followers sync.WaitGroup
 	followErrs := make(chan error, r.cfg.Concurrency)
-	specs := make([][]byte, len(r.clients))
-	for i, name := range r.clients {
-		spec, err := r.spec(name, seeds.Int64())
+	var clients []clusters.Node
+	for i := 1; i <= r.cfg.Concurrency; i++ {
+		name := fmt.Sprintf("c%d", i)
+		cmd, err := r.workerCmd(name, seeds.Int64())
 		if err != nil {
 			return false, err
 		}
-		specs[i] = []byte(spec)
+		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: cmd, Caps: r.caps()})
+		r.clients = append(r.clients, name)
 	}
 	r.status.watch(r.clients)
 	// Started together, so that no client has the lock to itself for the
 	// first seconds.
-	errs := make([]error, len(r.clients))
-	var started sync.WaitGroup
-	for i, name := range r.clients {
-		started.Go(func() { errs[i] = r.cluster.StartCreated(ctx, name, map[string][]byte{specPath: specs[i]}) })
-	}
-	started.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := r.cluster.StartAll(ctx, clients); err != nil {
 		return false, err
 	}
 	for _, name := range r.clients {
@@ -425,20 +377,15 @@ func recovered(what string, report func(error)) {
 // workerCmd is the command of the client named name: the worker and its
 // one spec.
 func (r *run) workerCmd(name string, seed int64) ([]string, error) {
-	spec, err := r.spec(name, seed)
-	if err != nil {
-		return nil, err
-	}
-	return []string{"lockbench", "worker", spec}, nil
-}
-
-// spec is client name's worker spec, serialized.
-func (r *run) spec(name string, seed int64) (string, error) {
-	return backends.Spec{
+	spec, err := backends.Spec{
 		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
 		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
 		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
 	}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return []string{"lockbench", "worker", spec}, nil
 }
 
 // clientLine records one line a client printed: an event, or anything else

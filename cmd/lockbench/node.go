@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,22 +28,12 @@ import (
 
 func newWorkerCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "worker SPEC|@FILE",
-		Short:  "Run one client of the workload from its spec (JSON, or a file that holds it), printing its events as JSON lines",
+		Use:    "worker SPEC",
+		Short:  "Run one client of the workload from its spec (JSON), printing its events as JSON lines",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			data := args[0]
-			// A run creates its clients before it knows their spec's
-			// epoch, and writes the spec into them before they start.
-			if path, ok := strings.CutPrefix(data, "@"); ok {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					return fail(exitUsage, fmt.Errorf("worker spec: %w", err))
-				}
-				data = string(b)
-			}
-			spec, err := backends.DecodeSpec(data)
+			spec, err := backends.DecodeSpec(args[0])
 			if err != nil {
 				return fail(exitUsage, err)
 			}
@@ -89,7 +77,7 @@ func newWorkerCmd() *cobra.Command {
 }
 
 func newStoreCmd() *cobra.Command {
-	var listen, fence, logPath, epochFile string
+	var listen, fence, logPath string
 	var epoch int64
 	cmd := &cobra.Command{
 		Use:    "store",
@@ -103,15 +91,6 @@ func newStoreCmd() *cobra.Command {
 			}
 			if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 				return fail(exitHarness, fmt.Errorf("store log directory: %w", err))
-			}
-			if epochFile != "" {
-				data, err := os.ReadFile(epochFile)
-				if err != nil {
-					return fail(exitUsage, fmt.Errorf("epoch: %w", err))
-				}
-				if epoch, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err != nil {
-					return fail(exitUsage, fmt.Errorf("epoch file %s: %w", epochFile, err))
-				}
 			}
 			srv, err := store.NewServer(f, logPath, epoch)
 			if err != nil {
@@ -140,9 +119,6 @@ func newStoreCmd() *cobra.Command {
 	f.StringVar(&fence, "fence", "none", "fence mode: none, writes, all")
 	f.StringVar(&logPath, "log", "/var/lib/lockbench/store.log", "append-only log of every request")
 	f.Int64Var(&epoch, "epoch", 0, "the run's start on CLOCK_MONOTONIC, in ns")
-	// A run creates its store before it knows the epoch, and writes it
-	// into the store before it starts.
-	f.StringVar(&epochFile, "epoch-file", "", "read the epoch from this file instead")
 	return cmd
 }
 
