@@ -50,11 +50,14 @@ unit:
 	$(GO_TEST) -short ./...
 
 # Benchmarks print benchstat-comparable lines: checkers on generated
-# histories, then bring-up, lock cycles and time to first anomaly against
-# their floors (these start containers).
+# histories, the check of a generated 10⁶-event run against python3
+# parsing its lines, then bring-up (etcd's also against its own first
+# election), lock cycles, whole runs' overhead by phase and time to first
+# anomaly against their floors (these start containers).
 bench: images
 	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
-	go test -run '^$$' -bench 'BringUp|LockCycles' -benchtime 3x -timeout 30m ./runner/
+	go test -run '^$$' -bench 'CheckLongRun' -benchtime 3x -timeout 30m ./runner/
+	go test -run '^$$' -bench 'BringUp|LockCycles|RunOverhead' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/
 
 # matrix --parallel 1, 2 and 4 on one grid of expected-valid and

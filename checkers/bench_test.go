@@ -2,9 +2,10 @@ package checkers
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/checkers/simulate"
 )
 
 // benchLinearTimeout bounds the linearizability search in the benchmarks as
@@ -25,21 +26,21 @@ func benchCheckers(set bool) []Checker {
 // checker, and every stale holder breaks the safety checkers (progress
 // only asks that work got done before the first fault, and a stale holder
 // is granted nothing while another's lease holds: exclusion holds).
-func wantVerdict(spec runSpec, checker string) Verdict {
-	if spec.stale && checker != (Progress{}).Name() && checker != (Exclusion{}).Name() {
+func wantVerdict(spec simulate.Spec, checker string) Verdict {
+	if spec.Stale && checker != (Progress{}).Name() && checker != (Exclusion{}).Name() {
 		return Invalid
 	}
 	return Valid
 }
 
 func TestGeneratedRuns(t *testing.T) {
-	for _, spec := range []runSpec{
-		{events: 1e4, clients: 5}, {events: 1e4, clients: 50},
-		{events: 1e4, clients: 5, stale: true}, {events: 1e4, clients: 50, stale: true},
-		{events: 1e4, clients: 5, set: true}, {events: 1e4, clients: 5, set: true, stale: true},
+	for _, spec := range []simulate.Spec{
+		{Events: 1e4, Clients: 5}, {Events: 1e4, Clients: 50},
+		{Events: 1e4, Clients: 5, Stale: true}, {Events: 1e4, Clients: 50, Stale: true},
+		{Events: 1e4, Clients: 5, Set: true}, {Events: 1e4, Clients: 5, Set: true, Stale: true},
 	} {
 		in := generateRun(spec)
-		for _, c := range benchCheckers(spec.set) {
+		for _, c := range benchCheckers(spec.Set) {
 			name := c.Name()
 			if _, ok := c.(SetView); ok {
 				name = "set-" + name
@@ -54,38 +55,26 @@ func TestGeneratedRuns(t *testing.T) {
 	}
 }
 
-func (s runSpec) String() string {
-	kind := "clean"
-	if s.stale {
-		kind = "stale"
-	}
-	workload := ""
-	if s.set {
-		workload = "set/"
-	}
-	return fmt.Sprintf("%sevents=1e%d/clients=%d/%s", workload, int(math.Round(math.Log10(float64(s.events)))), s.clients, kind)
-}
-
 // BenchmarkCheckers runs each checker on generated runs of 10⁴ to 10⁶
 // events. Each run is generated once, before the checkers' timers start.
-// The set workload stops at 10⁴ events: every event carries the whole set,
+// The set workload stops at 10⁴ Events: every event carries the whole set,
 // so its input grows with the square of its length.
 func BenchmarkCheckers(b *testing.B) {
-	var specs []runSpec
+	var specs []simulate.Spec
 	for _, events := range []int{1e4, 1e5, 1e6} {
 		for _, clients := range []int{5, 50} {
 			for _, stale := range []bool{false, true} {
-				specs = append(specs, runSpec{events: events, clients: clients, stale: stale})
+				specs = append(specs, simulate.Spec{Events: events, Clients: clients, Stale: stale})
 			}
 		}
 	}
 	for _, stale := range []bool{false, true} {
-		specs = append(specs, runSpec{events: 1e4, clients: 5, stale: stale, set: true})
+		specs = append(specs, simulate.Spec{Events: 1e4, Clients: 5, Stale: stale, Set: true})
 	}
 	for _, spec := range specs {
 		b.Run(spec.String(), func(b *testing.B) {
 			in := generateRun(spec)
-			for _, c := range benchCheckers(spec.set) {
+			for _, c := range benchCheckers(spec.Set) {
 				b.Run(c.Name(), func(b *testing.B) {
 					b.ReportAllocs()
 					want := wantVerdict(spec, c.Name())

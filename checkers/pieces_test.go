@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockbench/lockbench/checkers/simulate"
 )
 
 // wholeVerdict is porcupine's verdict on all of ss at once, which
@@ -108,12 +109,12 @@ func TestPiecesMatchPorcupine(t *testing.T) {
 		samePieceVerdict(t, name, ss)
 	}
 
-	for _, spec := range []runSpec{
-		{events: 1e4, clients: 5}, {events: 1e4, clients: 50, stale: true},
-		{events: 3e4, clients: 5, stale: true}, {events: 1e4, clients: 5, set: true, stale: true},
+	for _, spec := range []simulate.Spec{
+		{Events: 1e4, Clients: 5}, {Events: 1e4, Clients: 50, Stale: true},
+		{Events: 3e4, Clients: 5, Stale: true}, {Events: 1e4, Clients: 5, Set: true, Stale: true},
 	} {
 		in := generateRun(spec)
-		if spec.set {
+		if spec.Set {
 			in = setAsCounter(in)
 		}
 		samePieceVerdict(t, spec.String(), Sections(in.History, in.Key))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
@@ -100,10 +104,34 @@ func pauseStarted(e history.Event) bool {
 	return e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Start && e.Fault == "pause"
 }
 
-// assertNoFrozenWorker fails if a lockbench client process on this machine
-// is stopped: a pause the harness never healed.
-func assertNoFrozenWorker(t *testing.T) {
+// runContainers are the ids of the containers of run runID.
+func runContainers(t *testing.T, runID string) []string {
 	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", "lockbench="+runID))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// assertNoFrozenWorker fails if a lockbench client process of one of the
+// containers ids is stopped: a pause the harness never healed. Other
+// runs on the same machine may have their own clients paused.
+func assertNoFrozenWorker(t *testing.T, ids []string) {
+	t.Helper()
+	if len(ids) == 0 {
+		t.Fatal("no containers of the run were seen")
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range procs {
 		stat, err := os.ReadFile(p)
@@ -111,10 +139,16 @@ func assertNoFrozenWorker(t *testing.T) {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		cgroup, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
 		// The state follows the command name in parentheses.
 		_, rest, ok := strings.Cut(string(stat), ") ")
-		if ok && strings.HasPrefix(rest, "T") && strings.Contains(string(cmdline), "worker") && strings.Contains(string(cmdline), "lockbench") {
-			t.Errorf("a lockbench worker is still stopped: %s", p)
+		if !ok || !strings.HasPrefix(rest, "T") || !strings.Contains(string(cmdline), "worker") || !strings.Contains(string(cmdline), "lockbench") {
+			continue
+		}
+		for _, id := range ids {
+			if strings.Contains(string(cgroup), id) {
+				t.Errorf("a lockbench worker of the run is still stopped: %s", p)
+			}
 		}
 	}
 }
@@ -124,6 +158,7 @@ func assertNoFrozenWorker(t *testing.T) {
 func TestKilledHarnessIsCleanedAndCheckable(t *testing.T) {
 	s := start(t, "run", "--nemesis", "pause", "--nemesis-interval", "1s", "--time-limit", "60s", "--seed", "11")
 	s.waitEvent(t, "pause", pauseStarted)
+	ids := runContainers(t, s.runID)
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +173,7 @@ func TestKilledHarnessIsCleanedAndCheckable(t *testing.T) {
 		t.Errorf("clean did not save the store's log:\n%s", out)
 	}
 	assertNothingLeft(t, s.runID)
-	assertNoFrozenWorker(t)
+	assertNoFrozenWorker(t, ids)
 
 	check := exec.Command(binary, "check", s.dir)
 	out, err = check.CombinedOutput()
@@ -168,6 +203,7 @@ func TestKilledHarnessIsCleanedAndCheckable(t *testing.T) {
 func TestInterruptMidFaultHealsAndRemoves(t *testing.T) {
 	s := start(t, "run", "--nemesis", "pause", "--nemesis-interval", "1s", "--fault-duration", "30s", "--time-limit", "60s", "--seed", "12")
 	s.waitEvent(t, "pause", pauseStarted)
+	ids := runContainers(t, s.runID)
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +216,7 @@ func TestInterruptMidFaultHealsAndRemoves(t *testing.T) {
 		t.Errorf("exit %d, want 255 (interrupted)", code)
 	}
 	assertNothingLeft(t, s.runID)
-	assertNoFrozenWorker(t)
+	assertNoFrozenWorker(t, ids)
 
 	events, err := history.DecodeFile(filepath.Join(s.dir, rundir.HistoryFile))
 	if err != nil {

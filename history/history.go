@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockbench/lockbench/jsonl"
 	"golang.org/x/sys/unix"
 )
 
@@ -179,41 +180,51 @@ var ErrMalformed = errors.New("malformed history")
 // naming the line; an incomplete last line returns the events before it
 // and ErrTruncated.
 func Decode(r io.Reader) ([]Event, error) {
-	var events []Event
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	lines, err := jsonl.Decode[Event](r, maxLine)
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	// The lines were decoded on every core; what each may be depends on
+	// the ones before it, so they are judged in order, and the events
+	// moved down over the lines that hold none.
+	events := lines.Values[:0]
 	var pendingErr error
 	st := newStructure()
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(line) == 0 {
+	for i := range lines.Values {
+		n := i + 1
+		lerr := lines.Err(i)
+		if lerr == jsonl.ErrEmpty {
 			continue
 		}
 		if pendingErr != nil {
 			return nil, fmt.Errorf("%w: %w", ErrMalformed, pendingErr)
 		}
-		var e Event
-		if err := json.Unmarshal(line, &e); err != nil {
+		if lerr != nil {
 			// Only the last line may be cut short; decide once we know.
-			pendingErr = fmt.Errorf("history line %d: %w", n, err)
+			pendingErr = fmt.Errorf("history line %d: %w", n, lerr)
 			continue
 		}
+		e := &lines.Values[i]
 		if err := e.validate(); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
 		}
-		if err := st.add(n, &e); err != nil {
+		if err := st.add(n, e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
 		}
-		events = append(events, e)
+		events = append(events, *e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read history: %w", err)
+	if len(events) == 0 {
+		events = nil
 	}
 	if pendingErr != nil {
-		return events, fmt.Errorf("%w (%v)", ErrTruncated, pendingErr)
+		return slices.Clip(events), fmt.Errorf("%w (%v)", ErrTruncated, pendingErr)
 	}
-	return events, nil
+	return slices.Clip(events), nil
 }
+
+// maxLine bounds a history's line: a set workload's event carries the whole
+// set, which grows with the run.
+const maxLine = 16 * 1024 * 1024
 
 // DecodeFile reads a history file.
 func DecodeFile(path string) ([]Event, error) {

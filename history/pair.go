@@ -5,10 +5,13 @@ package history
 type Op struct {
 	Process string
 	F       string
-	Call    Event
+	// Call and Ret point into the history Pair was given, which must not
+	// change while they are in use: a million-event run's operations
+	// would otherwise copy every event.
+	Call *Event
 	// Ret is the completion; for a lone event it is the event itself, and
 	// for an invocation that never completed it is the invocation.
-	Ret Event
+	Ret *Event
 	// Type is ok, fail or info; an invocation that never completed is info.
 	Type Type
 	Lone bool
@@ -75,8 +78,8 @@ func Pair(h []Event) []Op {
 	refs, _ := Refs(h)
 	ops := make([]Op, len(refs))
 	for i, r := range refs {
-		call := h[r.Call]
-		ops[i] = Op{Process: call.Process, F: call.F, Call: call, Ret: h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}
+		call := &h[r.Call]
+		ops[i] = Op{Process: call.Process, F: call.F, Call: call, Ret: &h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}
 	}
 	return ops
 }

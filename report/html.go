@@ -294,7 +294,7 @@ func (an *analysis) eventRows(linkMarks bool) ([]eventRow, string) {
 	}
 	var out []eventRow
 	for _, idx := range idxs {
-		e, ok := an.byIndex[idx]
+		e, ok := an.event(idx)
 		if !ok {
 			continue
 		}
@@ -312,7 +312,7 @@ func (an *analysis) eventRows(linkMarks bool) ([]eventRow, string) {
 				r.Store += ": " + s.Reason
 			}
 		}
-		if id, ok := an.markOf[idx]; ok && linkMarks {
+		if id, ok := an.markOfEvent(idx); ok && linkMarks {
 			r.Mark = "#" + id
 		}
 		out = append(out, r)

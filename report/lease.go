@@ -2,11 +2,13 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"html"
 	"html/template"
 	"math"
 	"slices"
+	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -308,36 +310,48 @@ func (an *analysis) leasePlots(t telemetry) ([]template.HTML, error) {
 		{"renewal round trip", true, []series{{t.renewXY, colFault}}},
 		{"lease left when a renewal was sent", false, []series{{t.marginXY, colAccepted}}},
 	}
-	var out []template.HTML
-	for _, c := range charts {
-		p := an.newPlot(c.title, "ms")
-		n := 0
-		for _, s := range c.ss {
-			n += len(s.xys)
-		}
-		if n == 0 {
-			p.Title.Text += ": none recorded"
-		}
-		if c.log && n > 0 {
-			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-		}
-		for _, s := range c.ss {
-			if len(s.xys) == 0 {
-				continue
+	// The charts of a long run hold a point per acquire and per renewal,
+	// hundreds of thousands: they are drawn side by side, on every core.
+	out := make([]template.HTML, len(charts))
+	errs := make([]error, len(charts))
+	var wg sync.WaitGroup
+	for k, c := range charts {
+		wg.Go(func() {
+			p := an.newPlot(c.title, "ms")
+			n := 0
+			for _, s := range c.ss {
+				n += len(s.xys)
 			}
-			dots, err := plotter.NewScatter(s.xys)
+			if n == 0 {
+				p.Title.Text += ": none recorded"
+			}
+			if c.log && n > 0 {
+				p.Y.Scale = plot.LogScale{}
+				p.Y.Tick.Marker = plot.TickerFunc(logTicks)
+			}
+			for _, s := range c.ss {
+				if len(s.xys) == 0 {
+					continue
+				}
+				dots, err := plotter.NewScatter(s.xys)
+				if err != nil {
+					errs[k] = fmt.Errorf("%s: %w", c.title, err)
+					return
+				}
+				dots.GlyphStyle = draw.GlyphStyle{Color: rgb(s.color), Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}}
+				p.Add(dots)
+			}
+			svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.title, err)
+				errs[k] = fmt.Errorf("%s: %w", c.title, err)
+				return
 			}
-			dots.GlyphStyle = draw.GlyphStyle{Color: rgb(s.color), Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}}
-			p.Add(dots)
-		}
-		svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.title, err)
-		}
-		out = append(out, svg)
+			out[k] = svg
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

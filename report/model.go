@@ -116,52 +116,64 @@ type incident struct {
 
 // analysis is a run digested for drawing and telling.
 type analysis struct {
-	in       Input
-	test     rundir.Test
-	testErr  error
-	end      int64
-	ops      []history.Op
-	clients  []string
-	lanes    map[string]*lane
-	faults   []fault
-	byIndex  map[int64]history.Event
-	storeReq map[string]store.Entry
+	in      Input
+	test    rundir.Test
+	testErr error
+	end     int64
+	ops     []history.Op
+	clients []string
+	lanes   map[string]*lane
+	faults  []fault
+	// byIndex maps an event index to its position in the history, when
+	// the indexes are not the positions (a history in time order has
+	// them so, and needs no map: a million-event run's would be large).
+	byIndex  map[int64]int
+	storeReq map[string]*store.Entry
 	sections []checkers.Section
 	rows     []*anomalyRow
 	// incidents come from anomalies; rejections are stale writes the store
 	// refused, told when there is no anomaly to show the fence at work.
 	incidents  []*incident
 	rejections []*incident
-	// markOf maps an event index to the id of its mark on the overview.
-	markOf map[int64]string
-	// writeAt maps a write's invocation and completion indexes to it, and
-	// writeReq its req.
-	writeAt  map[int64]*mark
+	// markOf holds, by an event's position in the history, its mark on
+	// the overview; writeAt, by the positions of a write's invocation and
+	// completion, the write; writeReq maps its req to it. Slices, not maps:
+	// a million-event run has a mark for most events.
+	markOf   []markRef
+	writeAt  []*mark
 	writeReq map[string]*mark
-	storeSeq map[int64]store.Entry
+	storeSeq map[int64]*store.Entry
 }
 
 func analyze(in Input) *analysis {
 	an := &analysis{
 		in:       in,
 		lanes:    map[string]*lane{},
-		byIndex:  make(map[int64]history.Event, len(in.History)),
-		storeReq: make(map[string]store.Entry, len(in.Store)),
-		markOf:   map[int64]string{},
-		writeAt:  map[int64]*mark{},
+		storeReq: make(map[string]*store.Entry, len(in.Store)),
+		markOf:   make([]markRef, len(in.History)),
+		writeAt:  make([]*mark, len(in.History)),
 		writeReq: map[string]*mark{},
-		storeSeq: make(map[int64]store.Entry, len(in.Store)),
+		storeSeq: make(map[int64]*store.Entry, len(in.Store)),
 	}
 	if len(in.Test) == 0 {
 		an.testErr = fmt.Errorf("no %s", rundir.TestFile)
 	} else if err := json.Unmarshal(in.Test, &an.test); err != nil {
 		an.testErr = fmt.Errorf("%s: %w", rundir.TestFile, err)
 	}
-	for _, e := range in.History {
-		an.byIndex[e.Index] = e
+	for i, e := range in.History {
+		if e.Index != int64(i) && an.byIndex == nil {
+			an.byIndex = make(map[int64]int, len(in.History))
+			for j := range i {
+				an.byIndex[int64(j)] = j
+			}
+		}
+		if an.byIndex != nil {
+			an.byIndex[e.Index] = i
+		}
 		an.end = max(an.end, e.Time)
 	}
-	for _, e := range in.Store {
+	for i := range in.Store {
+		e := &in.Store[i]
 		if _, ok := an.storeReq[e.Req]; !ok {
 			an.storeReq[e.Req] = e
 		}
@@ -173,6 +185,69 @@ func analyze(in Input) *analysis {
 	an.sections = checkers.Sections(in.History, in.Key)
 	an.buildIncidents()
 	return an
+}
+
+// pos is the position in the history of the event of index idx.
+func (an *analysis) pos(idx int64) (int, bool) {
+	if an.byIndex != nil {
+		i, ok := an.byIndex[idx]
+		return i, ok
+	}
+	return int(idx), idx >= 0 && idx < int64(len(an.in.History))
+}
+
+// event is the event of index idx.
+func (an *analysis) event(idx int64) (*history.Event, bool) {
+	i, ok := an.pos(idx)
+	if !ok {
+		return nil, false
+	}
+	return &an.in.History[i], true
+}
+
+// markRef names the mark an event is drawn as: the event of index idx's
+// mark, or its fault's window.
+type markRef struct {
+	idx  int64
+	kind uint8
+}
+
+const (
+	noMark uint8 = iota
+	eventMark
+	faultMark
+)
+
+// setMark records that the event of index idx is drawn as ref.
+func (an *analysis) setMark(idx int64, ref markRef) {
+	if i, ok := an.pos(idx); ok {
+		an.markOf[i] = ref
+	}
+}
+
+// markOfEvent is the id of the mark the event of index idx is drawn as.
+func (an *analysis) markOfEvent(idx int64) (string, bool) {
+	i, ok := an.pos(idx)
+	if !ok {
+		return "", false
+	}
+	switch r := an.markOf[i]; r.kind {
+	case eventMark:
+		return markID(r.idx), true
+	case faultMark:
+		return faultID(r.idx), true
+	}
+	return "", false
+}
+
+// write is the write whose invocation or completion is the event of index
+// idx.
+func (an *analysis) write(idx int64) (*mark, bool) {
+	i, ok := an.pos(idx)
+	if !ok || an.writeAt[i] == nil {
+		return nil, false
+	}
+	return an.writeAt[i], true
 }
 
 func (an *analysis) lane(name string) *lane {
@@ -208,8 +283,8 @@ func (an *analysis) buildLanes() {
 			if o.Type == history.OK {
 				l.holds = append(l.holds, hold{client: l.name, token: o.Ret.Token, start: o.Ret.Time, okIdx: o.Ret.Index})
 				open[l.name] = len(l.holds) - 1
-				an.markOf[o.Call.Index] = markID(o.Ret.Index)
-				an.markOf[o.Ret.Index] = markID(o.Ret.Index)
+				an.setMark(o.Call.Index, markRef{o.Ret.Index, eventMark})
+				an.setMark(o.Ret.Index, markRef{o.Ret.Index, eventMark})
 			}
 		case history.Release:
 			if !o.Lone {
@@ -239,11 +314,11 @@ func (an *analysis) buildLanes() {
 				m.value = o.Call.Value
 			}
 			l.marks = append(l.marks, m)
-			an.markOf[o.Call.Index] = markID(o.Call.Index)
-			an.markOf[o.Ret.Index] = markID(o.Call.Index)
+			an.setMark(o.Call.Index, markRef{o.Call.Index, eventMark})
+			an.setMark(o.Ret.Index, markRef{o.Call.Index, eventMark})
 		case history.LeaseLost:
 			l.lost = append(l.lost, leaseLost{t: o.Call.Time, idx: o.Call.Index, token: o.Call.Token})
-			an.markOf[o.Call.Index] = markID(o.Call.Index)
+			an.setMark(o.Call.Index, markRef{o.Call.Index, eventMark})
 		}
 	}
 	for name, i := range open {
@@ -255,7 +330,11 @@ func (an *analysis) buildLanes() {
 	for _, l := range an.lanes {
 		for i := range l.marks {
 			if m := &l.marks[i]; m.f == history.Write {
-				an.writeAt[m.callIdx], an.writeAt[m.retIdx] = m, m
+				for _, idx := range []int64{m.callIdx, m.retIdx} {
+					if i, ok := an.pos(idx); ok {
+						an.writeAt[i] = m
+					}
+				}
 				if m.req != "" {
 					an.writeReq[m.req] = m
 				}
@@ -307,7 +386,7 @@ func (an *analysis) buildFaults() {
 		case e.F == history.Start && e.Type == history.Info:
 			an.faults = append(an.faults, fault{kind: e.Fault, targets: e.Targets, start: e.Time, end: an.end, startIdx: e.Index})
 			open = append(open, len(an.faults)-1)
-			an.markOf[e.Index] = faultID(e.Index)
+			an.setMark(e.Index, markRef{e.Index, faultMark})
 		case e.F == history.Stop && e.Type == history.Invoke:
 			for _, i := range open {
 				if f := &an.faults[i]; f.kind == e.Fault && !f.stopping {
@@ -325,7 +404,7 @@ func (an *analysis) buildFaults() {
 					f.end = max(e.Time, f.start)
 				}
 				f.healed = true
-				an.markOf[e.Index] = faultID(f.startIdx)
+				an.setMark(e.Index, markRef{f.startIdx, faultMark})
 				return true
 			})
 		}
@@ -420,7 +499,7 @@ func (an *analysis) buildIncidents() {
 			if i, ok := secOf[e]; ok && !slices.Contains(touched, i) {
 				touched = append(touched, i)
 			}
-			if m, ok := an.writeAt[e]; ok {
+			if m, ok := an.write(e); ok {
 				writes = append(writes, m)
 			}
 		}
@@ -433,7 +512,7 @@ func (an *analysis) buildIncidents() {
 		if row.incident == nil && len(touched) > 0 {
 			first := an.sections[slices.MinFunc(touched, func(a, b int) int { return cmp.Compare(an.sections[a].Call, an.sections[b].Call) })]
 			for _, e := range first.Events {
-				if m, ok := an.writeAt[e]; ok {
+				if m, ok := an.write(e); ok {
 					row.incident = byWrite(m)
 					break
 				}
@@ -508,7 +587,7 @@ func (an *analysis) locate(inc *incident) {
 	inc.from, inc.to = an.end, 0
 	for _, row := range inc.rows {
 		for _, idx := range row.a.Events {
-			if e, ok := an.byIndex[idx]; ok {
+			if e, ok := an.event(idx); ok {
 				inc.from, inc.to = min(inc.from, e.Time), max(inc.to, e.Time)
 			}
 		}

@@ -175,7 +175,7 @@ func (an *analysis) tellWrite(inc *incident, m *mark) []step {
 	}
 	out = append(out, step{T: at, Text: text, Seq: []string{fmt.Sprintf("%s-->>%s: %s", storeID, id, mermaidText(reply))}})
 	if m.outcome == outOK && counter {
-		if next, ok := an.nextWrite(e); ok {
+		if next, ok := an.nextWrite(*e); ok {
 			whose := c + "'s"
 			if next.Client == c {
 				whose = "its own"

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
@@ -48,9 +49,15 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		rep.Notes = append(rep.Notes, note)
 	}
 	in := checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)}
-	for _, c := range checkers.For(test.Config.Workload, linearTimeout) {
-		rep.Checkers = append(rep.Checkers, c.Check(in))
+	// Checkers are pure functions of the input: they judge it side by
+	// side, on every core.
+	cs := checkers.For(test.Config.Workload, linearTimeout)
+	rep.Checkers = make([]checkers.Result, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { rep.Checkers[i] = c.Check(in) })
 	}
+	wg.Wait()
 	rep.Verdict = checkers.Overall(rep.Checkers)
 	rep.Evidence = checkers.Evidence(rep.Verdict, rep.Checkers)
 	rep.Events, rep.Lease = len(events), in.Lease

@@ -55,6 +55,9 @@ type Options struct {
 	// Controller says where this harness runs, for test.json; its Host is
 	// filled in here.
 	Controller rundir.Controller
+	// Phase, when set, is told how long each phase of the run took, in
+	// order: the benchmark of a run's overhead breaks it down by phase.
+	Phase func(name string, took time.Duration)
 }
 
 type run struct {
@@ -73,11 +76,23 @@ type run struct {
 
 	status  *status
 	histErr atomic.Pointer[error]
+	// phaseStart is when the phase under way began (see Options.Phase).
+	phaseStart time.Time
+}
+
+// phase ends the phase under way, named name, and starts the next.
+func (r *run) phase(name string) {
+	now := time.Now()
+	if r.opts.Phase != nil {
+		r.opts.Phase(name, now.Sub(r.phaseStart))
+	}
+	r.phaseStart = now
 }
 
 // Run runs one test and checks it. The cluster is torn down and every fault
 // healed before it returns, whatever happened.
 func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Results, err error) {
+	began := time.Now()
 	if err := Validate(&cfg); err != nil {
 		return nil, err
 	}
@@ -115,7 +130,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		return nil, err
 	}
 	r := &run{cfg: cfg, backend: b, layout: layout, opts: opts, dir: dir, hist: hist, holders: newHolders(!b.Locks()),
-		status: newStatus(opts.Out, cfg.TimeLimit.D())}
+		status: newStatus(opts.Out, cfg.TimeLimit.D()), phaseStart: began}
 	fmt.Fprintf(opts.Out, "run %s: %s, seed %d, results in %s\n", test.RunID, test.Name, cfg.Seed, dir)
 
 	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
@@ -128,9 +143,12 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		return nil, err
 	}
 	r.cluster = cluster
+	r.phase("images and network")
 	interrupted := false
 	defer func() {
-		if terr := r.teardown(); terr != nil && err == nil {
+		terr := r.teardown()
+		r.phase("teardown")
+		if terr != nil && err == nil {
 			err = terr
 		}
 		if err != nil && !interrupted {
@@ -138,6 +156,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		}
 		var cerr error
 		rep, cerr = Check(dir, cfg.CheckTimeout.D())
+		r.phase("check")
 		if cerr != nil && err == nil {
 			err = cerr
 		}
@@ -206,6 +225,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	if err := r.start(ctx, services); err != nil {
 		return err
 	}
+	r.phase("service up")
 	if r.layout.Ready != nil {
 		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
 		if err != nil {
@@ -213,6 +233,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		}
 		test.Health = strings.TrimSpace(out)
 	}
+	r.phase("service healthy")
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
 	r.epoch = history.Mono()
@@ -227,6 +248,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 			return err
 		}
 	}
+	r.phase("store up")
 	for _, s := range services {
 		if _, known := test.Versions[s.Node.Role]; known || s.Version == nil {
 			continue
@@ -236,6 +258,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 			test.Versions[s.Node.Role] = strings.TrimSpace(first)
 		}
 	}
+	r.phase("versions")
 	return nil
 }
 
@@ -299,6 +322,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	}
 
 	r.faults = r.buildFaults(ctx)
+	r.phase("clients started")
 	r.status.start()
 	limit, cancel := context.WithTimeout(ctx, r.cfg.TimeLimit.D())
 	defer cancel()
@@ -327,12 +351,15 @@ wait:
 		}
 	}
 	r.status.done()
+	r.phase("time limit")
 	interrupted := ctx.Err() != nil
 	if nemDone != nil {
 		nemErr = <-nemDone
 	}
 	r.stopClients()
+	r.phase("clients stopped")
 	followers.Wait()
+	r.phase("last events read")
 	close(followErrs)
 	for err := range followErrs {
 		if nemErr == nil {

@@ -4,12 +4,13 @@
 package store
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+
+	"github.com/lockbench/lockbench/jsonl"
 )
 
 // Fence is how the store treats fencing tokens.
@@ -69,27 +70,34 @@ var ErrMalformed = errors.New("malformed store log")
 // ReadLog decodes a store log. Every error but a failed read wraps
 // ErrMalformed and names the line.
 func ReadLog(r io.Reader) ([]Entry, error) {
-	var out []Entry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var e Entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
-		}
-		if err := e.validate(out); err != nil {
-			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
+	lines, err := jsonl.Decode[Entry](r, maxLine)
+	if err != nil {
 		return nil, fmt.Errorf("read store log: %w", err)
 	}
-	return out, nil
+	// Decoded on every core; judged in order, each entry against the
+	// ones before it, and moved down over the lines that hold none.
+	out := lines.Values[:0]
+	for i := range lines.Values {
+		switch err := lines.Err(i); {
+		case err == jsonl.ErrEmpty:
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, i+1, err)
+		}
+		e := &lines.Values[i]
+		if err := e.validate(out); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, i+1, err)
+		}
+		out = append(out, *e)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return slices.Clip(out), nil
 }
+
+// maxLine bounds a store log's line.
+const maxLine = 1024 * 1024
 
 // ReadLogFile reads a store log file.
 func ReadLogFile(path string) ([]Entry, error) {

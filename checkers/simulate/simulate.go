@@ -1,36 +1,49 @@
-package checkers
+// Package simulate generates long runs shaped like real ones, for the
+// checkers' benchmarks and tests and for the benchmark of a whole check.
+// The fuzz generator (checkers/generate_fuzz_test.go) does not make them:
+// it draws every choice from a few fuzzer bytes and stops after a dozen
+// sections. This one simulates the counter and set workloads
+// (workloads.Run) on a clock: C clients loop acquire → read → work → write
+// → release against a lock that grants one of the waiting clients at a
+// time, with a store that fences nothing. Each client always has its next
+// acquire outstanding, so with 50 clients 49 acquires overlap every
+// section, as under real contention.
+package simulate
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
 )
 
-// The benchmarks need long runs shaped like real ones, which the fuzz
-// generator (generate_fuzz_test.go) does not make: it draws every choice
-// from a few fuzzer bytes and stops after a dozen sections. This one
-// simulates the counter and set workloads (workloads.Run) on a clock: C
-// clients loop acquire → read → work → write → release against a lock that
-// grants one of the waiting clients at a time, with a store that fences
-// nothing. Each client always has its next acquire outstanding, so with 50
-// clients 49 acquires overlap every section, as under real contention.
-
-// runSpec describes a generated run.
-type runSpec struct {
-	events  int // about this many history events
-	clients int
-	// stale injects stale holders: a client paused between its read and its
+// Spec describes a generated run.
+type Spec struct {
+	Events  int // about this many history events
+	Clients int
+	// Stale injects stale holders: a client paused between its read and its
 	// write past its lease, whose write the store accepts after newer
 	// holders wrote. Each makes the run fail linearizability, fence and
 	// lost-updates.
-	stale bool
-	// set runs the set workload: each section adds one element to a set.
-	set bool
+	Stale bool
+	// Set runs the set workload: each section adds one element to a set.
+	Set bool
+}
+
+// Run is a generated run: its history in time order, numbered, and its
+// store's log in the order the store applied the requests.
+type Run struct {
+	History []history.Event
+	Store   []store.Entry
 }
 
 // Timings of the simulated run, in nanoseconds.
@@ -39,13 +52,13 @@ const (
 	simWork      = 2_000_000     // work between read and write, at most
 	simThink     = 100_000       // a client asks again this soon after release
 	simOpTimeout = 200_000_000   // a store request times out after this long
-	simLeaseTTL  = 1_000_000_000 // the lock frees a paused holder's lease after this
+	LeaseTTL     = 1_000_000_000 // the lock frees a paused holder's lease after this
 	simPause     = 2_000_000_000 // how long the nemesis pauses a stale holder
 	// simUnknownEvery sections, one write times out; half of those reach
 	// the store before the client gives up, half never do. Both are clean:
 	// the client still holds its lease until it releases.
 	simUnknownEvery = 1000
-	// simStaleEvery events, one stale holder, when spec.stale.
+	// simStaleEvery events, one stale holder, when spec.Stale.
 	simStaleEvery = 20_000
 )
 
@@ -62,7 +75,7 @@ type simClient struct {
 }
 
 type simRun struct {
-	spec    runSpec
+	spec    Spec
 	rng     *rand.Rand
 	clients []*simClient
 	h       []history.Event
@@ -77,18 +90,18 @@ type simRun struct {
 	lateAt []int64
 }
 
-// generateRun simulates spec; the same spec always gives the same run.
-func generateRun(spec runSpec) Input {
-	r := &simRun{spec: spec, rng: rand.New(rand.NewPCG(uint64(spec.events), uint64(spec.clients)))}
-	for i := range spec.clients {
+// Generate simulates spec; the same spec always gives the same run.
+func Generate(spec Spec) Run {
+	r := &simRun{spec: spec, rng: rand.New(rand.NewPCG(uint64(spec.Events), uint64(spec.Clients)))}
+	for i := range spec.Clients {
 		c := &simClient{name: fmt.Sprintf("c%d", i+1), id: int64(i + 1)}
 		r.clients = append(r.clients, c)
 		r.ask(c, r.between(0, simStep))
 	}
-	sections := spec.events / 8
+	sections := spec.Events / 8
 	staleAt := map[int]bool{}
-	if spec.stale {
-		k := max(1, spec.events/simStaleEvery)
+	if spec.Stale {
+		k := max(1, spec.Events/simStaleEvery)
 		for i := range k {
 			staleAt[(2*i+1)*sections/(2*k)] = true
 		}
@@ -100,7 +113,7 @@ func generateRun(spec runSpec) Input {
 		r.token++
 		// The granting attempt left a quarter step before the grant, at
 		// the earliest when the client asked.
-		r.emit(c.name, history.OK, history.Acquire, granted, history.Event{Token: r.token, Attempt: granted - simStep/4, TTL: simLeaseTTL})
+		r.emit(c.name, history.OK, history.Acquire, granted, history.Event{Token: r.token, Attempt: granted - simStep/4, TTL: LeaseTTL})
 		c.busy = true
 		if staleAt[s] {
 			free = r.staleHolder(c, granted)
@@ -130,36 +143,60 @@ func generateRun(spec runSpec) Input {
 	for i := range r.log {
 		r.log[i].Seq = int64(i)
 	}
-	return roundTrip(Input{History: r.h, Store: r.log, Key: "x", Lease: Lease{TTL: simLeaseTTL, SlackFixed: 1e6, SlackPPM: 500}})
+	return Run{History: r.h, Store: r.log}
 }
 
-// roundTrip writes a run out and reads it back as a check does: decoding
-// gives every string of every event its own allocation, which the
-// checkers' memory traffic depends on, where the simulation shares them.
-func roundTrip(in Input) Input {
-	var h, l bytes.Buffer
-	for _, e := range in.History {
+// String names a spec in benchmarks and subtests.
+func (s Spec) String() string {
+	kind := "clean"
+	if s.Stale {
+		kind = "stale"
+	}
+	workload := ""
+	if s.Set {
+		workload = "set/"
+	}
+	events := strconv.Itoa(s.Events)
+	if e := int(math.Round(math.Log10(float64(s.Events)))); math.Pow10(e) == float64(s.Events) {
+		events = fmt.Sprintf("1e%d", e)
+	}
+	return fmt.Sprintf("%sevents=%s/clients=%d/%s", workload, events, s.Clients, kind)
+}
+
+// Encode writes the run's history and store log as a run writes them, one
+// JSON object a line (history.Writer, store.Server).
+func (run Run) Encode(historyOut, storeOut io.Writer) error {
+	h, l := bufio.NewWriter(historyOut), bufio.NewWriter(storeOut)
+	for _, e := range run.History {
 		line, err := json.Marshal(e)
 		if err != nil {
-			panic(err)
+			return fmt.Errorf("encode event: %w", err)
 		}
 		h.Write(append(line, '\n'))
 	}
-	for _, e := range in.Store {
+	for _, e := range run.Store {
 		line, err := json.Marshal(e)
 		if err != nil {
-			panic(err)
+			return fmt.Errorf("encode store entry: %w", err)
 		}
 		l.Write(append(line, '\n'))
 	}
-	var err error
-	if in.History, err = history.Decode(&h); err != nil {
-		panic(err)
+	return errors.Join(h.Flush(), l.Flush())
+}
+
+// WriteFiles writes the run's history and store log to the two paths.
+func (run Run) WriteFiles(historyPath, storePath string) error {
+	h, err := os.Create(historyPath)
+	if err != nil {
+		return fmt.Errorf("write history: %w", err)
 	}
-	if in.Store, err = store.ReadLog(&l); err != nil {
-		panic(err)
+	defer h.Close()
+	l, err := os.Create(storePath)
+	if err != nil {
+		return fmt.Errorf("write store log: %w", err)
 	}
-	return in
+	defer l.Close()
+	return errors.Join(run.Encode(h, l), h.Close(), l.Close())
 }
 
 func (r *simRun) between(lo, hi int64) int64 { return lo + r.rng.Int64N(hi-lo+1) }
@@ -219,7 +256,7 @@ func (r *simRun) apply(c *simClient, op, req string, token, t int64, value int64
 	if op == "write" {
 		e.Value, e.Set = value, set
 		r.value = value
-		if r.spec.set {
+		if r.spec.Set {
 			r.set = set
 		}
 	} else {
@@ -236,7 +273,7 @@ func (r *simRun) read(c *simClient, token, t int64) (store.Entry, int64) {
 	r.emit(c.name, history.Invoke, history.Read, t, ev)
 	applied := t + r.between(simStep/10, simStep/2)
 	e := r.apply(c, "read", req, token, applied, 0, nil)
-	if r.spec.set {
+	if r.spec.Set {
 		ev.Set = e.Set
 	} else {
 		ev.Value = history.Int(e.Value)
@@ -254,7 +291,7 @@ func (r *simRun) write(c *simClient, read store.Entry, token, t int64) (history.
 	ev := history.Event{Key: "x", Token: token, Req: req}
 	value := read.Value + 1
 	var set []int64
-	if r.spec.set {
+	if r.spec.Set {
 		c.added++
 		element := c.id*1_000_000_000 + c.added
 		set = append(slices.Clone(read.Set), element)
@@ -328,5 +365,5 @@ func (r *simRun) staleHolder(c *simClient, granted int64) int64 {
 	t += r.between(simStep/10, simStep/2)
 	r.emit(c.name, history.OK, history.Write, t, ev)
 	r.release(c, token, t, true)
-	return granted + simLeaseTTL
+	return granted + LeaseTTL
 }
