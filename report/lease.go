@@ -316,37 +316,49 @@ func (an *analysis) leasePlots(t telemetry) ([]template.HTML, error) {
 	errs := make([]error, len(charts))
 	var wg sync.WaitGroup
 	for k, c := range charts {
+		// A panic while drawing one chart becomes its error here: in a
+		// goroutine of its own it would end the process, past the
+		// recovery that keeps a failed page from costing the verdict.
 		wg.Go(func() {
-			p := an.newPlot(c.title, "ms")
-			n := 0
-			for _, s := range c.ss {
-				n += len(s.xys)
-			}
-			if n == 0 {
-				p.Title.Text += ": none recorded"
-			}
-			if c.log && n > 0 {
-				p.Y.Scale = plot.LogScale{}
-				p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-			}
-			for _, s := range c.ss {
-				if len(s.xys) == 0 {
-					continue
+			errs[k] = recovered(c.title, func() error {
+				p := an.newPlot(c.title, "ms")
+				n := 0
+				lo, hi := math.Inf(1), math.Inf(-1)
+				for _, s := range c.ss {
+					n += len(s.xys)
+					for _, xy := range s.xys {
+						lo, hi = min(lo, xy.Y), max(hi, xy.Y)
+					}
 				}
-				dots, err := plotter.NewScatter(s.xys)
+				if n == 0 {
+					p.Title.Text += ": none recorded"
+				}
+				if c.log && n > 0 {
+					// An explicit range: left to itself, the plot widens a
+					// range of one value (one renewal, or every value
+					// equal) by ±1, below zero, where a log scale panics.
+					p.Y.Scale = plot.LogScale{}
+					p.Y.Tick.Marker = plot.TickerFunc(logTicks)
+					p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+				}
+				for _, s := range c.ss {
+					if len(s.xys) == 0 {
+						continue
+					}
+					dots, err := plotter.NewScatter(s.xys)
+					if err != nil {
+						return err
+					}
+					dots.GlyphStyle = draw.GlyphStyle{Color: rgb(s.color), Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}}
+					p.Add(dots)
+				}
+				svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch)
 				if err != nil {
-					errs[k] = fmt.Errorf("%s: %w", c.title, err)
-					return
+					return err
 				}
-				dots.GlyphStyle = draw.GlyphStyle{Color: rgb(s.color), Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}}
-				p.Add(dots)
-			}
-			svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch)
-			if err != nil {
-				errs[k] = fmt.Errorf("%s: %w", c.title, err)
-				return
-			}
-			out[k] = svg
+				out[k] = svg
+				return nil
+			})
 		})
 	}
 	wg.Wait()

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"gonum.org/v1/plot/plotter"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +124,24 @@ func TestLeaseSection(t *testing.T) {
 	lease = between(t, leaseRun(t, "two-holders", "cas"), `<section id="lease">`, "</section>")
 	if !strings.Contains(lease, "No lease: cas takes no lock") {
 		t.Errorf("cas lease section: %s", lease)
+	}
+}
+
+// A log-scale chart of one value, or of equal values, draws: left to
+// itself the plot widened such a range below zero, where a log scale
+// panics, and a panic in a chart drawn on its own goroutine ended the
+// process.
+func TestLeasePlotsOfOneValue(t *testing.T) {
+	an := analyze(Input{})
+	one := plotter.XYs{{X: 1, Y: 0.5}}
+	equal := plotter.XYs{{X: 1, Y: 0.001}, {X: 2, Y: 0.001}}
+	svgs, err := an.leasePlots(telemetry{renewXY: one, waitXY: equal, tripXY: equal, marginXY: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range svgs {
+		if !strings.Contains(string(s), "<svg") {
+			t.Errorf("chart %d not drawn", i)
+		}
 	}
 }

@@ -50,12 +50,22 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 	}
 	in := checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)}
 	// Checkers are pure functions of the input: they judge it side by
-	// side, on every core.
+	// side, on every core. A checker that panics has judged nothing: its
+	// verdict is unknown, and the panic, which a goroutine of its own
+	// would otherwise turn into the end of the process, is its reason.
 	cs := checkers.For(test.Config.Workload, linearTimeout)
 	rep.Checkers = make([]checkers.Result, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		wg.Go(func() { rep.Checkers[i] = c.Check(in) })
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					rep.Checkers[i] = checkers.Result{Checker: c.Name(), Valid: checkers.Unknown,
+						Summary: "the checker failed", Reason: fmt.Sprintf("the checker failed: %v", p)}
+				}
+			}()
+			rep.Checkers[i] = c.Check(in)
+		})
 	}
 	wg.Wait()
 	rep.Verdict = checkers.Overall(rep.Checkers)
