@@ -309,6 +309,14 @@ func gather(l Lease, h []history.Event, end int64) holdings {
 			}
 			x := &hs.all[i]
 			switch {
+			case x.released && call.Time >= x.believed:
+				// Sent after the release: it may belong to a session
+				// that replaced the holding's lost one (ZooKeeper's),
+				// so it proves nothing about the holding's lease; it
+				// can only have extended it.
+				if o.Done && ret.Type != history.Fail {
+					extend(x, ret.Time, ret.TTL)
+				}
 			case !o.Done:
 				// Sent, never answered: it may have taken effect as
 				// late as the history goes.

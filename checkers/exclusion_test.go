@@ -15,6 +15,7 @@ var (
 	redisLease   = Lease{TTL: 2e9, SlackFixed: 1e6, SlackPPM: 500}
 	redlockLease = Lease{TTL: 2e9, SlackFixed: 1e6, SlackPPM: 10_000}
 	etcdLease    = Lease{TTL: 2e9, Session: true}
+	zkLease      = Lease{TTL: 2e9, SlackPPM: 500_000, Session: true}
 	// PostgreSQL's advisory lock has no TTL: a holding is certain up to
 	// the send of the last statement that succeeded on its session.
 	pgLease = Lease{TTL: 2e9, LastStatement: true}
@@ -143,6 +144,19 @@ func TestExclusionGolden(t *testing.T) {
 		{
 			// Without the drift the same history would be a violation.
 			name: "bound-redlock", lease: redisLease, model: "redis", want: Invalid,
+		},
+		{
+			// c1's last heartbeat before its pause, sent at 8.091 s,
+			// proves its session to 9.091 s (TTL/2 of slack); c4 is granted
+			// at 10.272 s. After the pause c1 learns its session is lost,
+			// releases, and its new session's heartbeat at 11.217 s is
+			// answered: sent after the release, it proves nothing about
+			// the old holding, which is a stale belief, not two holders.
+			name: "zk-new-session", lease: zkLease, model: "zookeeper", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"two_holders": 0, "stale_beliefs": 1})
+				wantWindow(t, window(t, r, "stale-belief"), 9090900000, 11125600000)
+			},
 		},
 		{
 			// The keep-alive sent at 1.833 s and acknowledged with a TTL of
