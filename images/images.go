@@ -313,19 +313,48 @@ func lastLines(s string, n int) string {
 // (Kind ""), for a server the node image does not hold.
 type Kind string
 
-// kinds build each Kind, when missing.
-var kinds = map[Kind]func(context.Context, *client.Client, Options) (string, error){
-	JVM:      ensureJVM,
-	Postgres: ensurePostgres,
+// sibling is how an image of a Kind is made over the node base: its
+// Dockerfile, and what it holds, for the build's log line.
+type sibling struct {
+	dockerfile func() string
+	holds      string
 }
 
-// EnsureKind returns the image of kind k, building it only when missing.
+// kinds are the images lock services run instead of the node image.
+var kinds = map[Kind]sibling{
+	JVM:      {jvmDockerfile, "Debian's ZooKeeper and OpenJDK 17"},
+	Postgres: {postgresDockerfile, "Debian's PostgreSQL 15"},
+}
+
+// tag is the image's name for the current node base and what is installed
+// over it: a hash of its Dockerfile, which names the base.
+func (s sibling) tag(k Kind) string {
+	h := sha256.Sum256([]byte(s.dockerfile()))
+	return k.repo() + ":" + hex.EncodeToString(h[:])[:12]
+}
+
+// EnsureKind returns the image of kind k, building it (and the node base
+// under it) only when missing. It needs Debian's package mirror to be
+// reachable from a build container.
 func EnsureKind(ctx context.Context, cli *client.Client, k Kind, opts Options) (string, error) {
-	ensure, ok := kinds[k]
+	s, ok := kinds[k]
 	if !ok {
 		return "", fmt.Errorf("no image of kind %q", k)
 	}
-	return ensure(ctx, cli, opts)
+	tag := s.tag(k)
+	if !opts.Force && exists(ctx, cli, tag) {
+		return tag, nil
+	}
+	if !exists(ctx, cli, BaseTag) {
+		if err := buildBase(ctx, cli, opts); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(opts.Log, "building %s (%s, once)\n", tag, s.holds)
+	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(s.dockerfile())}, []string{tag, k.Latest()}); err != nil {
+		return "", err
+	}
+	return tag, nil
 }
 
 // Latest is the tag that always names the newest image of kind k, which

@@ -1,14 +1,6 @@
 package images
 
-import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"strings"
-
-	"github.com/docker/docker/client"
-)
+import "strings"
 
 // JVM is the image for lock services that run on the JVM (ZooKeeper). Its
 // tag is a hash of the node base and of what is installed over it, so it is
@@ -28,30 +20,4 @@ func jvmDockerfile() string {
 	return "FROM " + BaseTag + "\n" +
 		"RUN apt-get update && apt-get install -y --no-install-recommends " + strings.Join(JVMPackages, " ") +
 		" && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb\n"
-}
-
-// jvmTag is the JVM image's name for the current node base and packages.
-func jvmTag() string {
-	h := sha256.Sum256([]byte(jvmDockerfile()))
-	return JVM.repo() + ":" + hex.EncodeToString(h[:])[:12]
-}
-
-// ensureJVM returns the JVM image, building it (and the node base under it)
-// only when missing. It needs Debian's package mirror to be reachable from
-// a build container.
-func ensureJVM(ctx context.Context, cli *client.Client, opts Options) (string, error) {
-	tag := jvmTag()
-	if !opts.Force && exists(ctx, cli, tag) {
-		return tag, nil
-	}
-	if !exists(ctx, cli, BaseTag) {
-		if err := buildBase(ctx, cli, opts); err != nil {
-			return "", err
-		}
-	}
-	fmt.Fprintf(opts.Log, "building %s (Debian's ZooKeeper and OpenJDK 17, once)\n", tag)
-	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(jvmDockerfile())}, []string{tag, JVM.Latest()}); err != nil {
-		return "", err
-	}
-	return tag, nil
 }

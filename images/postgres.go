@@ -1,14 +1,6 @@
 package images
 
-import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"strings"
-
-	"github.com/docker/docker/client"
-)
+import "strings"
 
 // Postgres is the image of the PostgreSQL server. Like the JVM image its
 // tag is a hash of the node base and of what is installed over it: it runs
@@ -40,28 +32,4 @@ func postgresDockerfile() string {
 		" && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/lib/postgresql/15/main /etc/postgresql/15/main\n" +
 		"RUN install -d -o postgres -g postgres " + PostgresData + " && " + asPostgres + PostgresBin + "initdb -D " + PostgresData +
 		" -A trust -U postgres --locale=C -E UTF8 --no-sync >/dev/null && echo 'host all all 0.0.0.0/0 trust' >> " + PostgresData + "/pg_hba.conf\n"
-}
-
-func postgresTag() string {
-	h := sha256.Sum256([]byte(postgresDockerfile()))
-	return Postgres.repo() + ":" + hex.EncodeToString(h[:])[:12]
-}
-
-// ensurePostgres returns the PostgreSQL image, building it (and the node
-// base under it) only when missing.
-func ensurePostgres(ctx context.Context, cli *client.Client, opts Options) (string, error) {
-	tag := postgresTag()
-	if !opts.Force && exists(ctx, cli, tag) {
-		return tag, nil
-	}
-	if !exists(ctx, cli, BaseTag) {
-		if err := buildBase(ctx, cli, opts); err != nil {
-			return "", err
-		}
-	}
-	fmt.Fprintf(opts.Log, "building %s (Debian's PostgreSQL 15, once)\n", tag)
-	if err := dockerBuild(ctx, cli, map[string][]byte{"Dockerfile": []byte(postgresDockerfile())}, []string{tag, Postgres.Latest()}); err != nil {
-		return "", err
-	}
-	return tag, nil
 }
