@@ -50,7 +50,7 @@ type Backend interface {
 	// for a configured TTL in ns.
 	Lease(ttl int64) checkers.Lease
 	// Client makes one worker's lock client.
-	Client(spec Spec, trace locks.Trace, r *rand.Rand) (Client, error)
+	Client(spec Spec, trace locks.Trace, fp locks.Failpoint, r *rand.Rand) (Client, error)
 }
 
 // Keeper is a backend that can also keep the protected value itself

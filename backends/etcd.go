@@ -98,8 +98,9 @@ func (Etcd) Check(cfg *config.Config) error {
 func (Etcd) Lease(ttl int64) checkers.Lease { return checkers.Lease{TTL: ttl, Session: true} }
 
 // Client implements Backend.
-func (Etcd) Client(s Spec, trace locks.Trace, _ *rand.Rand) (Client, error) {
-	l, err := locks.NewEtcd(locks.EtcdConfig{Endpoints: s.LockAddrs, Key: "/lockbench/lock/" + s.Key, TTL: s.TTL.D(), Trace: trace})
+func (Etcd) Client(s Spec, trace locks.Trace, fp locks.Failpoint, r *rand.Rand) (Client, error) {
+	l, err := locks.NewEtcd(locks.EtcdConfig{Endpoints: s.LockAddrs, Key: "/lockbench/lock/" + s.Key, TTL: s.TTL.D(), Trace: trace,
+		Variant: s.Variant, Failpoint: fp, Retry: redisRetry, Rand: r})
 	if err != nil {
 		return Client{}, err
 	}
@@ -109,6 +110,17 @@ func (Etcd) Client(s Spec, trace locks.Trace, _ *rand.Rand) (Client, error) {
 	}
 	return c, nil
 }
+
+// Variants implements Mutant.
+func (Etcd) Variants() []Variant {
+	return []Variant{
+		{locks.SharedKey, "put-if-absent on one fixed key with a lease, released by deleting that key by name"},
+		{locks.IgnoreSessionDone, "keeps working after its session, and the lock with it, is gone"},
+	}
+}
+
+// Failpoints implements Mutant.
+func (Etcd) Failpoints() []string { return []string{locks.FailAcquired, locks.FailBeforeDelete} }
 
 // Keeps implements Keeper.
 func (Etcd) Keeps() string { return "etcd" }

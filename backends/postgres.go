@@ -176,7 +176,7 @@ func pgKey(key string) int64 {
 }
 
 // Client implements Backend.
-func (Postgres) Client(s Spec, trace locks.Trace, _ *rand.Rand) (Client, error) {
+func (Postgres) Client(s Spec, trace locks.Trace, _ locks.Failpoint, _ *rand.Rand) (Client, error) {
 	l := locks.NewPostgres(locks.PostgresConfig{
 		URL: "postgres://postgres@" + s.LockAddrs[0] + "/postgres?sslmode=disable", Key: pgKey(s.Key), Owner: s.Process,
 		Mode: s.PgLock, TTL: s.TTL.D(), Schema: locks.PostgresSchema + "\n" + store.PostgresSchema,

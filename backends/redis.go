@@ -47,15 +47,30 @@ func (Redis) Check(cfg *config.Config) error { return unsized(cfg) }
 func (Redis) Lease(ttl int64) checkers.Lease { return redisLease(ttl) }
 
 // Client implements Backend.
-func (Redis) Client(s Spec, trace locks.Trace, r *rand.Rand) (Client, error) {
-	return Client{Lock: locks.NewRedis(locks.RedisClient(s.LockAddrs[0], s.TTL.D()), redisConfig(s, trace, r))}, nil
+func (Redis) Client(s Spec, trace locks.Trace, fp locks.Failpoint, r *rand.Rand) (Client, error) {
+	return Client{Lock: locks.NewRedis(locks.RedisClient(s.LockAddrs[0], s.TTL.D()), redisConfig(s, trace, fp, r))}, nil
 }
+
+// Variants implements Mutant.
+func (Redis) Variants() []Variant {
+	return []Variant{
+		{locks.SetNXExpire, "takes the lock with SETNX and sets its expiry with a second command"},
+		{locks.DelRelease, "releases with a plain DEL, not checking that the key is still its own"},
+		{locks.GetDelRelease, "checks ownership with GET, then deletes with DEL in a second round trip"},
+		{locks.NoRenew, "never extends its lease while it works"},
+		{locks.RenewIgnoresFailure, "renews in the background but never tells the holder that a renewal failed"},
+	}
+}
+
+// Failpoints implements Mutant.
+func (Redis) Failpoints() []string { return []string{locks.FailAcquired, locks.FailBeforeDelete} }
 
 // redisRetry is how long a client waits between attempts at a held lock.
 const redisRetry = 20 * time.Millisecond
 
-func redisConfig(s Spec, trace locks.Trace, r *rand.Rand) locks.RedisConfig {
-	return locks.RedisConfig{Key: s.Key, Owner: s.Process, TTL: s.TTL.D(), Retry: redisRetry, Rand: r, Trace: trace}
+func redisConfig(s Spec, trace locks.Trace, fp locks.Failpoint, r *rand.Rand) locks.RedisConfig {
+	return locks.RedisConfig{Key: s.Key, Owner: s.Process, TTL: s.TTL.D(), Retry: redisRetry, Rand: r, Trace: trace,
+		Variant: s.Variant, Failpoint: fp}
 }
 
 // redisLease: SET PX and PEXPIRE set the expiry to the server's time in

@@ -64,7 +64,15 @@ func (Redlock) Lease(ttl int64) checkers.Lease {
 }
 
 // Client implements Backend.
-func (Redlock) Client(s Spec, trace locks.Trace, r *rand.Rand) (Client, error) {
+func (Redlock) Client(s Spec, trace locks.Trace, fp locks.Failpoint, r *rand.Rand) (Client, error) {
 	return Client{Lock: locks.NewRedlock(locks.RedlockConfig{Addrs: s.LockAddrs, Key: s.Key, TTL: s.TTL.D(),
-		Retry: redisRetry, DriftFactor: locks.RedlockDrift, Rand: r, Trace: trace})}, nil
+		Retry: redisRetry, DriftFactor: locks.RedlockDrift, Rand: r, Trace: trace, Variant: s.Variant, Failpoint: fp})}, nil
 }
+
+// Variants implements Mutant.
+func (Redlock) Variants() []Variant {
+	return []Variant{{locks.ExtendSetNX, "redsync's WithSetNXOnExtend: an Extend after expiry silently takes the lock again"}}
+}
+
+// Failpoints implements Mutant.
+func (Redlock) Failpoints() []string { return []string{locks.FailAcquired, locks.FailBeforeDelete} }

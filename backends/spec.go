@@ -25,13 +25,21 @@ type Spec struct {
 	// Seed seeds this client's random choices.
 	Seed int64 `json:"seed"`
 	// Epoch is the run's start on CLOCK_MONOTONIC, in ns.
-	Epoch          int64           `json:"epoch"`
-	WorkMax        config.Duration `json:"work_max"`
+	Epoch int64 `json:"epoch"`
+	// Work is the distribution of each section's work (config.ParseWork).
+	Work           string          `json:"work"`
 	OpTimeout      config.Duration `json:"op_timeout"`
 	AcquireTimeout config.Duration `json:"acquire_timeout"`
 	CheckLease     bool            `json:"check_lease"`
 	// PgLock is the PostgreSQL advisory lock's mode.
 	PgLock string `json:"pg_lock,omitempty"`
+	// Variant is the lock client's code path (config.Correct or a variant
+	// of the backend's).
+	Variant string `json:"variant"`
+	// Failpoints is set when the nemesis may arm the client's failpoints:
+	// only then does the client look for them at each point.
+	Failpoints  bool   `json:"failpoints,omitempty"`
+	OnLockError string `json:"on_lock_error"`
 }
 
 // Encode serializes the spec for the worker's command line.

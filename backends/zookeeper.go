@@ -162,7 +162,7 @@ func (ZooKeeper) Lease(ttl int64) checkers.Lease {
 }
 
 // Client implements Backend.
-func (ZooKeeper) Client(s Spec, trace locks.Trace, _ *rand.Rand) (Client, error) {
+func (ZooKeeper) Client(s Spec, trace locks.Trace, _ locks.Failpoint, _ *rand.Rand) (Client, error) {
 	return Client{Lock: locks.NewZooKeeper(locks.ZooKeeperConfig{Servers: s.LockAddrs, Dir: "/lockbench/lock/" + s.Key,
 		Owner: s.Process, TTL: s.TTL.D(), Trace: trace})}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/store"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // Workloads, pause targets and Redis persistence settings this build
@@ -55,13 +56,39 @@ type Config struct {
 	// (0: off); only the postgres backend keeps them.
 	PgLock        string   `json:"pg_lock,omitempty"`
 	PgIdleTimeout Duration `json:"pg_idle_timeout,omitempty"`
-	WorkMax       Duration `json:"work_max"`
-	OpTimeout     Duration `json:"op_timeout"`
-	CheckTimeout  Duration `json:"check_timeout"`
+	// Work is the distribution of each section's work (workloads.ParseWork).
+	Work string `json:"work"`
+	// WorkMax is read only from the test.json of runs made before Work
+	// existed; Check turns it into Work's uniform:0-MAX.
+	WorkMax      Duration `json:"work_max,omitempty"`
+	OpTimeout    Duration `json:"op_timeout"`
+	CheckTimeout Duration `json:"check_timeout"`
 	// CheckLease makes clients skip the write when they already know their
 	// lease is lost.
 	CheckLease bool `json:"check_lease"`
+	// Variant is the lock client's code path: Correct, or one of the
+	// known-broken variants its backend offers.
+	Variant string `json:"variant"`
+	// Failpoint, when set, makes the client faults that can (pause,
+	// kill-client) strike a client when it reaches this named point of its
+	// code instead of at a random moment.
+	Failpoint string `json:"failpoint,omitempty"`
+	// OnLockError is what a client does when the lock service cannot be
+	// reached: FailClosed skips the section, FailOpen runs it unlocked.
+	OnLockError string `json:"on_lock_error"`
 }
+
+// Correct is the lock client as its library's users are told to write it.
+const Correct = "correct"
+
+// What a client does when its lock service cannot be reached.
+const (
+	FailClosed = "closed"
+	FailOpen   = "open"
+)
+
+// LockErrors are the values --on-lock-error takes.
+var LockErrors = []string{FailClosed, FailOpen}
 
 // Key is the key of the shared resource, and the lock's name.
 const Key = "x"
@@ -129,7 +156,29 @@ func (c *Config) Check() error {
 	if c.FaultDuration.D() <= 0 {
 		return Usage("--fault-duration must be positive, got %s", c.FaultDuration.D())
 	}
+	if c.Variant == "" {
+		c.Variant = Correct
+	}
+	if c.OnLockError == "" {
+		c.OnLockError = FailClosed
+	}
+	if !slices.Contains(LockErrors, c.OnLockError) {
+		return Usage("unknown --on-lock-error %q (want one of %s)", c.OnLockError, strings.Join(LockErrors, ", "))
+	}
+	if c.Work == "" {
+		c.Work = workloads.UniformWork(c.WorkMax.D())
+	}
+	c.WorkMax = 0
+	if _, err := workloads.ParseWork(c.Work); err != nil {
+		return Usage("%v", err)
+	}
 	return nil
+}
+
+// Works is the run's work distribution; Check has made sure it parses.
+func (c *Config) Works() workloads.Work {
+	w, _ := workloads.ParseWork(c.Work)
+	return w
 }
 
 // CheckTimes reports the first error in how the run's times fit together,
@@ -140,9 +189,6 @@ func (c *Config) CheckTimes() error {
 	}
 	if c.Faulted() && c.FaultDuration.D() >= c.TimeLimit.D() {
 		return Usage("--fault-duration %s must be shorter than --time-limit %s: the first fault would outlast the run", c.FaultDuration.D(), c.TimeLimit.D())
-	}
-	if c.WorkMax.D() < 0 {
-		return Usage("--work-max must not be negative, got %s", c.WorkMax.D())
 	}
 	if c.OpTimeout.D() <= 0 {
 		return Usage("--op-timeout must be positive, got %s", c.OpTimeout.D())
@@ -155,6 +201,9 @@ func (c *Config) CheckTimes() error {
 
 // TestName names the test for the results tree, e.g. redis-counter-pause-fence-none.
 func (c *Config) TestName() string {
+	if c.Variant != "" && c.Variant != Correct {
+		return fmt.Sprintf("%s-%s-%s-%s-fence-%s", c.Backend, c.Variant, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
+	}
 	if c.Store != DefaultStore {
 		return fmt.Sprintf("%s-%s-%s-store-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Store)
 	}

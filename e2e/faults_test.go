@@ -24,6 +24,8 @@ type holder string
 
 func (h holder) WaitHolder(context.Context) (string, error) { return string(h), nil }
 
+func (holder) Live(clients []string) []string { return clients }
+
 // faultCluster starts nodes (Redis servers and idle clients) on a private
 // network of their own and removes them when the test ends.
 func faultCluster(t *testing.T, nodes ...clusters.Node) *clusters.Cluster {

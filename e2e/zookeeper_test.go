@@ -85,7 +85,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 func zkRecipe(t *testing.T, c *clusters.Cluster, layout backends.Layout, addrs []string, ttl config.Duration) {
 	ctx := context.Background()
 	client := func(name string) locks.Locker {
-		cl, err := backends.ZooKeeper{}.Client(backends.Spec{Process: name, LockAddrs: addrs, Key: "recipe", TTL: ttl}, nil, nil)
+		cl, err := backends.ZooKeeper{}.Client(backends.Spec{Process: name, LockAddrs: addrs, Key: "recipe", TTL: ttl}, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,6 +49,19 @@ const (
 // Nemesis is the process name of the fault injector.
 const Nemesis = "nemesis"
 
+// KillClient is the fault that SIGKILLs clients: its victims never come
+// back, so their records end there, with whatever they had invoked still
+// open, and whatever lock they held is left to expire.
+const KillClient = "kill-client"
+
+// Killed names the clients e, a nemesis event, says were killed.
+func Killed(e Event) []string {
+	if e.Process == Nemesis && e.F == Start && e.Type == Info && e.Fault == KillClient {
+		return e.Targets
+	}
+	return nil
+}
+
 // leaseSuffix names a client's lease process: "c3/lease" records c3's
 // renewals, which run beside its operations, so that pairing by position
 // (one operation outstanding per process) holds for both.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -19,6 +20,13 @@ type EtcdConfig struct {
 	// TTL is the session lease's time to live; etcd counts it in whole seconds.
 	TTL   time.Duration
 	Trace Trace
+	// Variant is "" or config's correct for etcd's own recipe, else one of
+	// SharedKey, IgnoreSessionDone.
+	Variant   string
+	Failpoint Failpoint
+	// Retry is the mean pause between SharedKey's attempts at a held lock.
+	Retry time.Duration
+	Rand  *rand.Rand
 }
 
 // Etcd is etcd's own lock recipe: one Session (a lease kept alive in the
@@ -156,6 +164,9 @@ func (e *Etcd) Acquire(ctx context.Context) (Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: session: %w", ErrNotAcquired, err)
 	}
+	if e.cfg.Variant == SharedKey {
+		return e.acquireShared(ctx, s)
+	}
 	m := concurrency.NewMutex(s.s, e.cfg.Key)
 	if err := m.Lock(ctx); err != nil {
 		// Lock deletes its key when it gives up, so a deadline means the
@@ -177,6 +188,7 @@ func (e *Etcd) Acquire(ctx context.Context) (Lease, error) {
 	e.mu.Lock()
 	e.held = m
 	e.mu.Unlock()
+	e.cfg.Failpoint.hold(FailAcquired)
 	return &etcdLease{e: e, m: m, s: s, token: resp.Kvs[0].CreateRevision}, nil
 }
 
@@ -192,7 +204,8 @@ func (e *Etcd) OwnerCmp() (clientv3.Cmp, bool) {
 }
 
 type etcdLease struct {
-	e     *Etcd
+	e *Etcd
+	// m is nil for SharedKey, which deletes its key by name.
 	m     *concurrency.Mutex
 	s     *etcdSession
 	token int64
@@ -201,7 +214,13 @@ type etcdLease struct {
 func (l *etcdLease) Token() (int64, bool) { return l.token, true }
 
 // Lost is the session's end: its lease expired or could not be kept alive.
-func (l *etcdLease) Lost() <-chan struct{} { return l.s.s.Done() }
+// IgnoreSessionDone never looks at it: a nil channel is never ready.
+func (l *etcdLease) Lost() <-chan struct{} {
+	if l.e.cfg.Variant == IgnoreSessionDone {
+		return nil
+	}
+	return l.s.s.Done()
+}
 
 // Granted is the session lease's newest proof: the lock key lives as long
 // as that lease, whenever the Mutex was taken.
@@ -216,6 +235,10 @@ func (l *etcdLease) Release(ctx context.Context) error {
 		// The lease, and the key with it, is gone.
 		return ErrNotHeld
 	default:
+	}
+	l.e.cfg.Failpoint.hold(FailBeforeDelete)
+	if l.m == nil {
+		return l.e.releaseShared(ctx, l.s)
 	}
 	if err := l.m.Unlock(ctx); err != nil {
 		l.e.dropSession(l.s)

@@ -56,6 +56,31 @@ type Trace interface {
 	Renew() (done func(ttl time.Duration, err error))
 }
 
+// Failpoint is called by a client when it reaches a named point of its
+// code, and returns when the client may go on: the nemesis arms one to
+// strike a client in a window one round trip wide, which random timing
+// would almost never hit. A nil Failpoint lets every point pass.
+type Failpoint func(point string)
+
+// Points in the lock clients' code that a Failpoint can hold.
+const (
+	// FailAcquired: the service has granted the lock and Acquire has not
+	// returned yet; in setnx-expire, SETNX has set the key and EXPIRE has
+	// not been sent.
+	FailAcquired = "acquired"
+	// FailBeforeDelete: the holder is releasing and the request that
+	// deletes the key is about to be sent; in get-del-release, after the
+	// GET that found the key still its own.
+	FailBeforeDelete = "before-delete"
+)
+
+// hold stops at point when f says so.
+func (f Failpoint) hold(point string) {
+	if f != nil {
+		f(point)
+	}
+}
+
 // now reads t's clock, or 0 without a Trace.
 func now(t Trace) int64 {
 	if t == nil {

@@ -41,6 +41,10 @@ type RedisConfig struct {
 	Retry time.Duration
 	Rand  *rand.Rand
 	Trace Trace
+	// Variant is the client's code path: "" or config's correct for the
+	// lock as redis.io describes it, else one of RedisVariants.
+	Variant   string
+	Failpoint Failpoint
 }
 
 // Redis is the Redis lock, on one instance or on the primary a Sentinel
@@ -95,7 +99,7 @@ func (r *Redis) Acquire(ctx context.Context) (Lease, error) {
 	keys := []string{r.cfg.Key, r.cfg.Key + ":token"}
 	for {
 		sent := now(r.cfg.Trace)
-		token, err := acquireScript.Run(ctx, r.rdb, keys, value, r.cfg.TTL.Milliseconds()).Int64()
+		token, err := r.take(ctx, keys, value)
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil, fmt.Errorf("%w: %w", ErrUnknown, err)
@@ -103,6 +107,13 @@ func (r *Redis) Acquire(ctx context.Context) (Lease, error) {
 			return nil, fmt.Errorf("%w: acquire: %w", ErrUnknown, err)
 		}
 		if token > 0 {
+			if r.cfg.Variant == SetNXExpire {
+				if err := r.expire(ctx, value); err != nil {
+					return nil, fmt.Errorf("%w: expire: %w", ErrUnknown, err)
+				}
+			} else {
+				r.cfg.Failpoint.hold(FailAcquired)
+			}
 			return r.newLease(value, token, sent), nil
 		}
 		// Jitter keeps waiting clients from retrying in lock step.
@@ -130,7 +141,11 @@ type redisLease struct {
 func (r *Redis) newLease(value string, token, sent int64) *redisLease {
 	l := &redisLease{r: r, value: value, token: token, sent: sent,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go l.renew()
+	if r.cfg.Variant == NoRenew {
+		close(l.done)
+	} else {
+		go l.renew()
+	}
 	return l
 }
 
@@ -173,6 +188,8 @@ func (l *redisLease) renew() {
 		switch {
 		case err == nil && n == 1:
 			lastGood = time.Now()
+		case l.r.cfg.Variant == RenewIgnoresFailure:
+			// The failure was traced above, but the holder is not told.
 		case err == nil:
 			l.markLost()
 			return
@@ -186,7 +203,7 @@ func (l *redisLease) renew() {
 func (l *redisLease) Release(ctx context.Context) error {
 	l.closed.Do(func() { close(l.stop) })
 	<-l.done
-	n, err := releaseScript.Run(ctx, l.r.rdb, []string{l.r.cfg.Key}, l.value).Int64()
+	n, err := l.r.release(ctx, l.value)
 	if err != nil {
 		return fmt.Errorf("%w: release: %w", ErrUnknown, err)
 	}
@@ -195,4 +212,25 @@ func (l *redisLease) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// take makes one attempt at the lock, returning its token, or 0 when the
+// lock is held.
+func (r *Redis) take(ctx context.Context, keys []string, value string) (int64, error) {
+	if r.cfg.Variant == SetNXExpire {
+		return r.setNX(ctx, keys, value)
+	}
+	return acquireScript.Run(ctx, r.rdb, keys, value, r.cfg.TTL.Milliseconds()).Int64()
+}
+
+// release deletes the holding's key, returning how many keys it deleted.
+func (r *Redis) release(ctx context.Context, value string) (int64, error) {
+	switch r.cfg.Variant {
+	case DelRelease:
+		return r.delRelease(ctx)
+	case GetDelRelease:
+		return r.getDelRelease(ctx, value)
+	}
+	r.cfg.Failpoint.hold(FailBeforeDelete)
+	return releaseScript.Run(ctx, r.rdb, []string{r.cfg.Key}, value).Int64()
 }

@@ -25,7 +25,19 @@ type RedlockConfig struct {
 	DriftFactor float64
 	Rand        *rand.Rand
 	Trace       Trace
+	// Variant is "" or config's correct for redsync as its README shows
+	// it, else ExtendSetNX.
+	Variant   string
+	Failpoint Failpoint
 }
+
+// ExtendSetNX turns on redsync's WithSetNXOnExtend: an Extend that finds
+// the key gone sets it again, so a holder whose lease expired while it was
+// paused silently takes the lock back, as if it had never lost it, though
+// another client may have held it, and written, in between
+// (go-redsync/redsync, redsync.go: "WithSetNXOnExtend improves extending
+// logic to extend the key if exist and if not, tries to set a new key").
+const ExtendSetNX = "extend-setnx"
 
 // RedlockDrift is the drift factor lockbench's Redlock clients use,
 // redsync's default.
@@ -65,17 +77,19 @@ func (l *Redlock) Close() error {
 // It makes one redsync attempt at a time so that it knows when the attempt
 // that took the lock was sent: the lease's validity starts there.
 func (l *Redlock) Acquire(ctx context.Context) (Lease, error) {
-	m := l.rs.NewMutex(l.cfg.Key,
-		redsync.WithExpiry(l.cfg.TTL),
-		redsync.WithTries(1),
-		redsync.WithDriftFactor(l.cfg.DriftFactor))
+	opts := []redsync.Option{redsync.WithExpiry(l.cfg.TTL), redsync.WithTries(1), redsync.WithDriftFactor(l.cfg.DriftFactor)}
+	if l.cfg.Variant == ExtendSetNX {
+		opts = append(opts, redsync.WithSetNXOnExtend())
+	}
+	m := l.rs.NewMutex(l.cfg.Key, opts...)
 	for {
 		sent := now(l.cfg.Trace)
 		// redsync releases what it took on a failed attempt, so a failure
 		// leaves this client without the lock.
 		err := m.LockContext(ctx)
 		if err == nil {
-			lease := &redlockLease{m: m, ttl: l.cfg.TTL, sent: sent, trace: l.cfg.Trace,
+			l.cfg.Failpoint.hold(FailAcquired)
+			lease := &redlockLease{fp: l.cfg.Failpoint, m: m, ttl: l.cfg.TTL, sent: sent, trace: l.cfg.Trace,
 				lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 			go lease.extend()
 			return lease, nil
@@ -91,6 +105,7 @@ func (l *Redlock) Acquire(ctx context.Context) (Lease, error) {
 }
 
 type redlockLease struct {
+	fp     Failpoint
 	m      *redsync.Mutex
 	ttl    time.Duration
 	sent   int64
@@ -143,6 +158,7 @@ func (l *redlockLease) extend() {
 func (l *redlockLease) Release(ctx context.Context) error {
 	l.closed.Do(func() { close(l.stop) })
 	<-l.done
+	l.fp.hold(FailBeforeDelete)
 	ok, err := l.m.UnlockContext(ctx)
 	if ok {
 		return nil

@@ -15,6 +15,9 @@ type Env struct {
 	PauseTarget  string
 	RestartDelay time.Duration
 	TTL          time.Duration
+	// Failpoint, when set, is the point of the clients' code where the
+	// faults that strike clients (Kind.Strikes) act.
+	Failpoint string
 }
 
 // Kind is a fault the harness can inject: one file defines it, and one line
@@ -34,6 +37,9 @@ type Kind struct {
 	// Outlived is set when a lease outlives a fault shorter than its TTL
 	// (a freeze, a cut): such a run can rarely make two holders.
 	Outlived bool
+	// Strikes is set when the fault acts on one client and can wait for it
+	// at a failpoint (--failpoint) instead of taking the holder.
+	Strikes bool
 }
 
 // Kinds are the faults this build knows, in the order they are healed:
@@ -41,6 +47,8 @@ type Kind struct {
 // them.
 var Kinds = []Kind{
 	pauseKind,
+	killClientKind,
+	slowReleaseKind,
 	pauseNodeKind,
 	killKind,
 	clockKind,

@@ -36,6 +36,9 @@ func (f *fakeSignals) Signal(_ context.Context, node, sig string) error {
 
 type fixedHolder string
 
+// Live implements Holders: no client dies in these tests.
+func (fixedHolder) Live(clients []string) []string { return clients }
+
 func (h fixedHolder) WaitHolder(ctx context.Context) (string, error) {
 	if h == "" {
 		<-ctx.Done()

@@ -2,9 +2,9 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"sync"
 )
@@ -16,8 +16,11 @@ type Signaler interface {
 
 // Holders tells which clients believe they hold the lock right now.
 type Holders interface {
-	// WaitHolder blocks until some client holds the lock, and returns one.
+	// WaitHolder blocks until some live client holds the lock, and
+	// returns one.
 	WaitHolder(ctx context.Context) (string, error)
+	// Live are those of clients that no fault has killed.
+	Live(clients []string) []string
 }
 
 // Client pause targets.
@@ -27,12 +30,12 @@ const (
 	TargetAll    = "all"    // every client
 )
 
-var pauseKind = Kind{Name: "pause", Outlived: true,
+var pauseKind = Kind{Name: "pause", Outlived: true, Strikes: true,
 	// Clients that take no lock are frozen inside their section: every
 	// backend has clients.
 	Needs: func(Topology) string { return "" },
 	New: func(_ context.Context, e Env) Fault {
-		return &PauseClient{Nodes: e.Cluster, Holders: e.Holders, Clients: e.Topology.Clients, Target: e.PauseTarget}
+		return &PauseClient{Nodes: e.Cluster, Holders: e.Holders, Clients: e.Topology.Clients, Target: e.PauseTarget, Failpoint: e.Failpoint}
 	},
 }
 
@@ -44,9 +47,14 @@ type PauseClient struct {
 	Holders Holders
 	Clients []string
 	Target  string // TargetHolder (default), TargetRandom or TargetAll
+	// Failpoint, when set, freezes the first client to reach that point of
+	// its code instead of a Target; Nodes must then be a Cluster, which
+	// can arm it.
+	Failpoint string
 
 	mu     sync.Mutex
 	paused map[string]bool
+	s      *striker
 }
 
 // Name implements Fault.
@@ -55,11 +63,24 @@ func (p *PauseClient) Name() string { return "pause" }
 // Inject implements Fault.
 func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
 	var targets []string
-	switch p.Target {
-	case TargetAll:
-		targets = slices.Clone(p.Clients)
-	case TargetRandom:
-		targets = pick(r, p.Clients, 1)
+	shape := p.target()
+	switch {
+	case p.Failpoint != "":
+		c, ok := p.Nodes.(Cluster)
+		if !ok {
+			return Injection{}, fmt.Errorf("pause at failpoint %s: the nodes cannot be armed", p.Failpoint)
+		}
+		p.mu.Lock()
+		target, how, err := strikeOrHolder(ctx, r, &p.s, c, p.Holders, p.Clients, p.Failpoint)
+		p.mu.Unlock()
+		if err != nil {
+			return Injection{}, err
+		}
+		targets, shape = []string{target}, how
+	case p.Target == TargetAll:
+		targets = p.Holders.Live(p.Clients)
+	case p.Target == TargetRandom:
+		targets = pick(r, p.Holders.Live(p.Clients), 1)
 	default:
 		holder, err := p.Holders.WaitHolder(ctx)
 		if err != nil {
@@ -72,7 +93,7 @@ func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, erro
 	if err := hitEach(&p.paused, targets, func(t string) error { return p.Nodes.Signal(ctx, t, "SIGSTOP") }); err != nil {
 		return Injection{}, err
 	}
-	return Injection{Shape: p.target(), Targets: targets}, nil
+	return Injection{Shape: shape, Targets: targets}, nil
 }
 
 func (p *PauseClient) target() string {
@@ -86,7 +107,13 @@ func (p *PauseClient) target() string {
 func (p *PauseClient) Heal(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return healEach(p.paused, func(n string) error { return p.Nodes.Signal(ctx, n, "SIGCONT") })
+	// Disarmed first, so that a client held at its failpoint goes on as
+	// soon as it thaws.
+	var disarmErr error
+	if p.s != nil {
+		disarmErr = p.s.disarm(ctx)
+	}
+	return errors.Join(disarmErr, healEach(p.paused, func(n string) error { return p.Nodes.Signal(ctx, n, "SIGCONT") }))
 }
 
 // hitEach applies a fault to every target, marking each in set before

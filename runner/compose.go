@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/clusters"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/store"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 type composeFile struct {
@@ -46,7 +47,8 @@ type composeEndpoint struct {
 func Compose() ([]byte, error) {
 	cfg := config.Config{Workload: "counter", Nemesis: []string{config.NoFault}, Fence: store.FenceNone, Store: config.DefaultStore, Nodes: 5,
 		TTL: config.Duration(2e9), TimeLimit: config.Duration(1e9), Concurrency: 1, NemesisInterval: config.Duration(1e9), FaultDuration: config.Duration(1e9),
-		WorkMax: config.Duration(2e8), OpTimeout: config.Duration(1e9), CheckTimeout: config.Duration(1e9)}
+		Work: workloads.UniformWork(2e8), OpTimeout: config.Duration(1e9), CheckTimeout: config.Duration(1e9),
+		Variant: config.Correct, OnLockError: config.FailClosed}
 	f := composeFile{Version: "3.7", Networks: map[string]composeNetwork{}, Services: map[string]composeService{}}
 	labels := map[string]string{clusters.Label: "compose"}
 	st := composeService{Image: "lockbench-node:latest", Labels: labels, Networks: map[string]composeEndpoint{},

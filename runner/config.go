@@ -58,6 +58,9 @@ func Validate(c *config.Config) error {
 	if err := b.Check(c); err != nil {
 		return err
 	}
+	if err := checkVariant(b, c); err != nil {
+		return err
+	}
 	for _, f := range c.Nemesis {
 		if f == config.NoFault {
 			continue
@@ -87,4 +90,42 @@ func Warnings(c *config.Config) []string {
 		}
 	}
 	return w
+}
+
+// checkVariant refuses a client variant, or a failpoint, that the
+// backend's clients do not have, and a failpoint no fault asked for acts
+// on.
+func checkVariant(b backends.Backend, c *config.Config) error {
+	if !backends.HasVariant(b, c.Variant) {
+		var names []string
+		for _, v := range backends.VariantsOf(b) {
+			names = append(names, v.Name)
+		}
+		return config.Usage("--backend %s has no client variant %q (want one of %s)", c.Backend, c.Variant, strings.Join(names, ", "))
+	}
+	if c.Variant != config.Correct && c.Store != config.DefaultStore {
+		return config.Usage("--variant %s is judged on the lockbench store; --store %s writes through the correct client's ownership", c.Variant, c.Store)
+	}
+	if c.Failpoint == "" {
+		return nil
+	}
+	points := backends.FailpointsOf(b)
+	if !slices.Contains(points, c.Failpoint) {
+		if len(points) == 0 {
+			return config.Usage("--backend %s takes no lock: its clients pass no failpoint", c.Backend)
+		}
+		return config.Usage("--backend %s's clients pass no failpoint %q (want one of %s)", c.Backend, c.Failpoint, strings.Join(points, ", "))
+	}
+	for _, k := range nemesis.Kinds {
+		if k.Strikes && c.Has(k.Name) {
+			return nil
+		}
+	}
+	var strikers []string
+	for _, k := range nemesis.Kinds {
+		if k.Strikes {
+			strikers = append(strikers, k.Name)
+		}
+	}
+	return config.Usage("--failpoint %s needs a fault that strikes a client there: %s", c.Failpoint, strings.Join(strikers, " or "))
 }

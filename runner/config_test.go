@@ -18,7 +18,7 @@ func validConfig() config.Config {
 		Backend: "redis", Workload: "counter", Nemesis: []string{"pause"}, Fence: "none",
 		TTL: config.Duration(2 * time.Second), TimeLimit: config.Duration(30 * time.Second), Concurrency: 5,
 		NemesisInterval: config.Duration(5 * time.Second), FaultDuration: config.Duration(4 * time.Second),
-		WorkMax: config.Duration(200 * time.Millisecond), OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Minute),
+		Work: "uniform:0-200ms", OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Minute),
 	}
 }
 
@@ -27,27 +27,35 @@ func TestValidate(t *testing.T) {
 		mutate func(*config.Config)
 		want   string
 	}{
-		"unknown backend":   {func(c *config.Config) { c.Backend = "zk" }, "unknown backend"},
-		"unknown workload":  {func(c *config.Config) { c.Workload = "bank" }, "unknown workload"},
-		"unknown nemesis":   {func(c *config.Config) { c.Nemesis = []string{"meteor"} }, "unknown nemesis"},
-		"none and pause":    {func(c *config.Config) { c.Nemesis = []string{"none", "pause"} }, "cannot be combined"},
-		"bad fence":         {func(c *config.Config) { c.Fence = "some" }, "fence"},
-		"negative ttl":      {func(c *config.Config) { c.TTL = config.Duration(-2 * time.Second) }, "--ttl"},
-		"tiny ttl":          {func(c *config.Config) { c.TTL = config.Duration(time.Millisecond) }, "--ttl"},
-		"zero time limit":   {func(c *config.Config) { c.TimeLimit = 0 }, "--time-limit"},
-		"no clients":        {func(c *config.Config) { c.Concurrency = 0 }, "--concurrency"},
-		"too many clients":  {func(c *config.Config) { c.Concurrency = 1000 }, "--concurrency"},
-		"zero interval":     {func(c *config.Config) { c.NemesisInterval = 0 }, "--nemesis-interval"},
-		"zero fault":        {func(c *config.Config) { c.FaultDuration = 0 }, "--fault-duration"},
-		"negative work":     {func(c *config.Config) { c.WorkMax = config.Duration(-1) }, "--work-max"},
-		"zero op timeout":   {func(c *config.Config) { c.OpTimeout = 0 }, "--op-timeout"},
-		"zero check budget": {func(c *config.Config) { c.CheckTimeout = 0 }, "--check-timeout"},
-		"fault twice":       {func(c *config.Config) { c.Nemesis = []string{"pause", "kill", "pause"} }, "pause is asked for twice"},
-		"partition on cas":  {func(c *config.Config) { c.Backend, c.Nemesis = "cas", []string{"partition"} }, "no lock-service nodes"},
-		"kill on nolock":    {func(c *config.Config) { c.Backend, c.Nemesis = "nolock", []string{"kill"} }, "no lock-service nodes"},
-		"clock on etcd":     {func(c *config.Config) { c.Backend, c.Nemesis = "etcd", []string{"clock"} }, "vDSO"},
-		"ttl past limit":    {func(c *config.Config) { c.TimeLimit = config.Duration(2 * time.Second) }, "shorter than --time-limit"},
-		"fault past limit":  {func(c *config.Config) { c.TimeLimit = config.Duration(4 * time.Second) }, "--fault-duration 4s must be shorter"},
+		"unknown backend":       {func(c *config.Config) { c.Backend = "zk" }, "unknown backend"},
+		"unknown workload":      {func(c *config.Config) { c.Workload = "bank" }, "unknown workload"},
+		"unknown nemesis":       {func(c *config.Config) { c.Nemesis = []string{"meteor"} }, "unknown nemesis"},
+		"none and pause":        {func(c *config.Config) { c.Nemesis = []string{"none", "pause"} }, "cannot be combined"},
+		"bad fence":             {func(c *config.Config) { c.Fence = "some" }, "fence"},
+		"negative ttl":          {func(c *config.Config) { c.TTL = config.Duration(-2 * time.Second) }, "--ttl"},
+		"tiny ttl":              {func(c *config.Config) { c.TTL = config.Duration(time.Millisecond) }, "--ttl"},
+		"zero time limit":       {func(c *config.Config) { c.TimeLimit = 0 }, "--time-limit"},
+		"no clients":            {func(c *config.Config) { c.Concurrency = 0 }, "--concurrency"},
+		"too many clients":      {func(c *config.Config) { c.Concurrency = 1000 }, "--concurrency"},
+		"zero interval":         {func(c *config.Config) { c.NemesisInterval = 0 }, "--nemesis-interval"},
+		"zero fault":            {func(c *config.Config) { c.FaultDuration = 0 }, "--fault-duration"},
+		"negative work":         {func(c *config.Config) { c.Work = "fixed:-1s" }, "--work"},
+		"bad work":              {func(c *config.Config) { c.Work = "tail:0-200ms,1/1,3s" }, "1/N"},
+		"unknown variant":       {func(c *config.Config) { c.Variant = "shared-key" }, "no client variant"},
+		"variant elsewhere":     {func(c *config.Config) { c.Backend, c.Variant = "etcd", "setnx-expire" }, "no client variant"},
+		"lockless failpoint":    {func(c *config.Config) { c.Backend, c.Failpoint = "nolock", "section" }, "pass no failpoint"},
+		"unknown failpoint":     {func(c *config.Config) { c.Failpoint = "after-everything" }, "no failpoint"},
+		"failpoint unused":      {func(c *config.Config) { c.Nemesis, c.Failpoint = []string{"kill"}, "acquired" }, "needs a fault"},
+		"bad on-lock-error":     {func(c *config.Config) { c.OnLockError = "ajar" }, "--on-lock-error"},
+		"slow-release, no lock": {func(c *config.Config) { c.Backend, c.Nemesis = "cas", []string{"slow-release"} }, "no release to delay"},
+		"zero op timeout":       {func(c *config.Config) { c.OpTimeout = 0 }, "--op-timeout"},
+		"zero check budget":     {func(c *config.Config) { c.CheckTimeout = 0 }, "--check-timeout"},
+		"fault twice":           {func(c *config.Config) { c.Nemesis = []string{"pause", "kill", "pause"} }, "pause is asked for twice"},
+		"partition on cas":      {func(c *config.Config) { c.Backend, c.Nemesis = "cas", []string{"partition"} }, "no lock-service nodes"},
+		"kill on nolock":        {func(c *config.Config) { c.Backend, c.Nemesis = "nolock", []string{"kill"} }, "no lock-service nodes"},
+		"clock on etcd":         {func(c *config.Config) { c.Backend, c.Nemesis = "etcd", []string{"clock"} }, "vDSO"},
+		"ttl past limit":        {func(c *config.Config) { c.TimeLimit = config.Duration(2 * time.Second) }, "shorter than --time-limit"},
+		"fault past limit":      {func(c *config.Config) { c.TimeLimit = config.Duration(4 * time.Second) }, "--fault-duration 4s must be shorter"},
 	}
 	for name, c := range cases {
 		cfg := validConfig()
@@ -63,6 +71,17 @@ func TestValidate(t *testing.T) {
 	}
 	if w := Warnings(&cfg); len(w) != 0 {
 		t.Errorf("warnings for a sound configuration: %q", w)
+	}
+	mutant := validConfig()
+	mutant.Variant, mutant.Nemesis, mutant.Failpoint = "setnx-expire", []string{"kill-client"}, "acquired"
+	if err := Validate(&mutant); err != nil {
+		t.Errorf("a variant struck at its failpoint refused: %v", err)
+	}
+	// test.json of a run from before --work: its --work-max is uniform:0-MAX.
+	old := validConfig()
+	old.Work, old.WorkMax = "", config.Duration(2*time.Second)
+	if err := Validate(&old); err != nil || old.Work != "uniform:0-2s" || old.WorkMax != 0 || old.Variant != config.Correct {
+		t.Errorf("an old configuration: %v, work %q, work_max %s, variant %q", err, old.Work, old.WorkMax.D(), old.Variant)
 	}
 	// Without faults, a fault duration as long as the run is irrelevant.
 	calm := validConfig()

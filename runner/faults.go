@@ -44,5 +44,5 @@ func (r *run) buildFaults(ctx context.Context) []nemesis.Fault {
 		t.Leader = func(ctx context.Context) (string, error) { return lead(ctx, r.cluster) }
 	}
 	return nemesis.Build(ctx, r.cfg.Nemesis, nemesis.Env{Cluster: r.cluster, Topology: t, Holders: r.holders,
-		PauseTarget: r.cfg.PauseTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D()})
+		PauseTarget: r.cfg.PauseTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint})
 }

@@ -19,11 +19,41 @@ type holders struct {
 	lockless bool
 	mu       sync.Mutex
 	held     map[string]bool
-	changed  chan struct{}
+	// dead are the clients a fault killed: they hold nothing any more,
+	// whatever their last events said.
+	dead    map[string]bool
+	changed chan struct{}
 }
 
 func newHolders(lockless bool) *holders {
-	return &holders{lockless: lockless, held: map[string]bool{}, changed: make(chan struct{})}
+	return &holders{lockless: lockless, held: map[string]bool{}, dead: map[string]bool{}, changed: make(chan struct{})}
+}
+
+// observeNemesis forgets the clients a fault killed.
+func (h *holders) observeNemesis(e history.Event) {
+	killed := history.Killed(e)
+	if len(killed) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range killed {
+		h.dead[c] = true
+		delete(h.held, c)
+	}
+}
+
+// Live implements nemesis.Holders.
+func (h *holders) Live(clients []string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, c := range clients {
+		if !h.dead[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (h *holders) observe(e history.Event) {
@@ -42,6 +72,9 @@ func (h *holders) observe(e history.Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.dead[e.Process] {
+		return
+	}
 	if holds {
 		h.held[e.Process] = true
 	} else {

@@ -387,8 +387,9 @@ func (r *run) workerCmd(name string, seed int64) ([]string, error) {
 	spec, err := backends.Spec{
 		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
 		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
-		WorkMax: r.cfg.WorkMax, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
-		PgLock: r.cfg.PgLock,
+		Work: r.cfg.Work, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
+		PgLock: r.cfg.PgLock, Variant: r.cfg.Variant, OnLockError: r.cfg.OnLockError,
+		Failpoints: r.cfg.Failpoint != "" || r.cfg.Has(nemesis.SlowRelease),
 	}.Encode()
 	if err != nil {
 		return nil, err
@@ -412,6 +413,7 @@ func (r *run) clientLine(name string, line []byte, log io.Writer) {
 func (r *run) nemesisEvent(e history.Event) {
 	e.Time = history.Mono() - r.epoch
 	r.record(e)
+	r.holders.observeNemesis(e)
 	r.status.observe(e)
 	switch {
 	case e.F == history.Start && e.Type == history.Info:
@@ -435,7 +437,8 @@ func (r *run) stopClients() {
 	if err := nemesis.HealAll(ctx, r.faults); err != nil {
 		fmt.Fprintf(r.opts.Out, "heal: %v\n", err)
 	}
-	grace := r.cfg.WorkMax.D() + 3*r.cfg.OpTimeout.D() + 5*time.Second
+	// A client held at a failpoint was let go by the heal above.
+	grace := r.cfg.Works().Longest() + 3*r.cfg.OpTimeout.D() + 5*time.Second
 	var wg sync.WaitGroup
 	for _, name := range r.clients {
 		wg.Add(1)

@@ -39,8 +39,8 @@ type Config struct {
 	// ID numbers the client; it makes the set workload's elements unique.
 	ID  int64
 	Key string
-	// WorkMax bounds the random work done between read and write.
-	WorkMax time.Duration
+	// Work draws the work done between read and write.
+	Work Work
 	// AcquireTimeout bounds one wait for the lock.
 	AcquireTimeout time.Duration
 	// OpTimeout bounds each store request and each release.
@@ -52,8 +52,19 @@ type Config struct {
 	// CheckLease skips the write when the client already knows its lease
 	// is lost.
 	CheckLease bool
-	Rand       *rand.Rand
+	// FailOpen runs the section without the lock when the lock service
+	// could not be reached (an acquire whose outcome is unknown), as a
+	// fail-open client does; otherwise the client skips the section.
+	FailOpen bool
+	// Failpoint holds the client at FailSection when the nemesis armed it.
+	Failpoint locks.Failpoint
+	Rand      *rand.Rand
 }
+
+// FailSection is the point where the holder has read the value and is
+// about to work: a client struck here has a whole section's work left, so
+// it has time to learn that its lease is gone before it writes.
+const FailSection = "section"
 
 // Run loops acquire → read → work → write → release until stop is done,
 // finishing the cycle in progress. Each step is an invoke followed by ok (it
@@ -115,7 +126,13 @@ func (c *counter) cycle(stop context.Context) {
 	lease, err := c.lock.Acquire(actx)
 	cancel()
 	if err != nil {
-		c.event(outcome(err, locks.ErrNotAcquired), history.Acquire, history.Event{Error: err.Error()})
+		typ := outcome(err, locks.ErrNotAcquired)
+		c.event(typ, history.Acquire, history.Event{Error: err.Error()})
+		// Only a service that could not be reached opens the section: a
+		// lock that was certainly not granted is someone else's.
+		if typ == history.Info && c.cfg.FailOpen && stop.Err() == nil {
+			c.section(unlocked{}, 0)
+		}
 		return
 	}
 	token, _ := lease.Token()
@@ -164,7 +181,10 @@ func (c *counter) section(lease locks.Lease, token int64) {
 	}
 	c.event(history.OK, history.Read, read)
 
-	time.Sleep(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.WorkMax) + 1)))
+	if c.cfg.Failpoint != nil {
+		c.cfg.Failpoint(FailSection)
+	}
+	time.Sleep(c.cfg.Work.Draw(c.cfg.Rand))
 
 	// Like most lock users (and Jepsen's lock clients), the client writes
 	// without asking again whether its lease still holds. CheckLease adds

@@ -30,7 +30,7 @@ func TestCompletionValues(t *testing.T) {
 		{[]string{"run", "--backend", ""}, strings.Join(backends.Names(), " ")},
 		{[]string{"run", "--backend", "re"}, "redis redlock redis-sentinel"},
 		{[]string{"run", "--workload", ""}, "counter set"},
-		{[]string{"run", "--nemesis", "pause,k"}, "pause,kill"},
+		{[]string{"run", "--nemesis", "pause,k"}, "pause,kill-client pause,kill"},
 		{[]string{"run", "--nemesis", "pause,p"}, "pause,pause-node pause,partition"},
 		{[]string{"run", "--fence", ""}, "none writes all"},
 		{[]string{"run", "--store", ""}, "lockbench etcd postgres"},

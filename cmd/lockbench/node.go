@@ -20,6 +20,8 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/store"
 	"github.com/lockbench/lockbench/workloads"
 )
@@ -43,9 +45,19 @@ func newWorkerCmd() *cobra.Command {
 			}
 			stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer cancel()
-			cfg := workloads.Config{Kind: spec.Workload, Process: spec.Process, Key: spec.Key, WorkMax: spec.WorkMax.D(),
+			work, err := workloads.ParseWork(spec.Work)
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			cfg := workloads.Config{Kind: spec.Workload, Process: spec.Process, Key: spec.Key, Work: work,
 				AcquireTimeout: spec.AcquireTimeout.D(), OpTimeout: spec.OpTimeout.D(), Epoch: spec.Epoch,
-				CheckLease: spec.CheckLease, Rand: rand.New(rand.NewPCG(uint64(spec.Seed), 0))}
+				CheckLease: spec.CheckLease, FailOpen: spec.OnLockError == config.FailOpen,
+				Rand: rand.New(rand.NewPCG(uint64(spec.Seed), 0))}
+			var fp locks.Failpoint
+			if spec.Failpoints {
+				fp = nemesis.Hold
+			}
+			cfg.Failpoint = fp
 			if n, ok := history.ClientNumber(cfg.Process); ok {
 				cfg.ID = int64(n)
 			}
@@ -56,7 +68,7 @@ func newWorkerCmd() *cobra.Command {
 				defer mu.Unlock()
 				_ = enc.Encode(e)
 			}
-			client, err := b.Client(spec, workloads.NewTrace(cfg, emit), rand.New(rand.NewPCG(uint64(spec.Seed), 1)))
+			client, err := b.Client(spec, workloads.NewTrace(cfg, emit), fp, rand.New(rand.NewPCG(uint64(spec.Seed), 1)))
 			if err != nil {
 				return fail(exitHarness, err)
 			}

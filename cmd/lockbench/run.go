@@ -25,12 +25,13 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // testFlags are the knobs of a test that `run` and `matrix` share.
 type testFlags struct {
 	cfg                                                         config.Config
-	fence, method, mirror, results                              string
+	fence, method, mirror, results, work                        string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay, pgIdle                                        time.Duration
 	ctl                                                         controllerFlag
@@ -49,7 +50,13 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&t.cfg.RedisPersistence, "redis-persistence", "none", "Redis persistence: none, everysec, always (AOF)")
 	f.StringVar(&t.cfg.PgLock, "pg-lock", "", "PostgreSQL advisory lock: "+locks.PgSession+" (pg_advisory_lock on a dedicated session; the default) or "+locks.PgXact+" (pg_advisory_xact_lock in an open transaction; the default with --store postgres)")
 	f.DurationVar(&t.pgIdle, "pg-idle-timeout", 0, "PostgreSQL's idle_session_timeout and idle_in_transaction_session_timeout (default off): they also end the session of a holder that is merely silent")
-	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section")
+	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section: the same as --work uniform:0-MAX")
+	f.StringVar(&t.work, "work", "", "distribution of the work inside the critical section: uniform:MIN-MAX, fixed:D, or tail:MIN-MAX,1/N,LONG (one section in N works LONG) (default uniform:0-200ms)")
+	f.StringVar(&t.cfg.Variant, "variant", config.Correct, "lock client: "+config.Correct+", or a known-broken variant of the backend's client (see the README's variants table)")
+	f.StringVar(&t.cfg.Failpoint, "failpoint", "", "strike clients at this point of their code instead of at random moments (pause, kill-client): "+
+		workloads.FailSection+" (read done, work ahead), "+locks.FailAcquired+" (lock granted, Acquire not returned), "+
+		locks.FailBeforeDelete+" (releasing, delete not sent)")
+	f.StringVar(&t.cfg.OnLockError, "on-lock-error", config.FailClosed, "when the lock service cannot be reached: closed (skip the section) or open (write without the lock)")
 	f.DurationVar(&t.opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
 	f.DurationVar(&t.checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
@@ -80,7 +87,15 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 	}
 	cfg.Fence = store.Fence(t.fence)
 	cfg.TTL, cfg.TimeLimit, cfg.NemesisInterval = config.Duration(t.ttl), config.Duration(t.limit), config.Duration(t.interval)
-	cfg.FaultDuration, cfg.WorkMax = config.Duration(faultFor), config.Duration(t.workMax)
+	cfg.FaultDuration = config.Duration(faultFor)
+	switch {
+	case t.work != "" && cmd.Flags().Changed("work-max"):
+		return cfg, runner.Options{}, fail(exitUsage, fmt.Errorf("--work-max is --work uniform:0-MAX: give one of them"))
+	case t.work != "":
+		cfg.Work = t.work
+	default:
+		cfg.Work = workloads.UniformWork(t.workMax)
+	}
 	cfg.OpTimeout, cfg.CheckTimeout = config.Duration(t.opTimeout), config.Duration(t.checkTO)
 	cfg.RestartDelay = config.Duration(t.restartDelay)
 	cfg.PgIdleTimeout = config.Duration(t.pgIdle)
