@@ -23,4 +23,6 @@ func (CAS) Lease(int64) checkers.Lease {
 }
 
 // Client implements Backend.
-func (CAS) Client(Spec, locks.Trace, locks.Failpoint, *rand.Rand) (Client, error) { return Client{CAS: true}, nil }
+func (CAS) Client(Spec, locks.Trace, locks.Failpoint, *rand.Rand) (Client, error) {
+	return Client{CAS: true}, nil
+}

@@ -21,4 +21,6 @@ func (NoLock) About() string { return "broken control" }
 func (NoLock) Lease(int64) checkers.Lease { return noLease("nolock takes no lock at all") }
 
 // Client implements Backend.
-func (NoLock) Client(Spec, locks.Trace, locks.Failpoint, *rand.Rand) (Client, error) { return Client{}, nil }
+func (NoLock) Client(Spec, locks.Trace, locks.Failpoint, *rand.Rand) (Client, error) {
+	return Client{}, nil
+}
