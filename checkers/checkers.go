@@ -97,8 +97,12 @@ const maxAnomalies = 100
 // All returns every checker, in the order results are reported.
 // linearTimeout bounds the linearizability search; 0 means no bound.
 func All(linearTimeout time.Duration) []Checker {
-	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}, Exclusion{}, Progress{MinSections: 5}}
+	return []Checker{Linearizable{Timeout: linearTimeout}, Fence{}, LostUpdates{}, Exclusion{}, progress()}
 }
+
+// progress is the progress checker every workload runs: 5 sections before
+// the first fault, and a deadlock from 3 TTLs of waiting.
+func progress() Progress { return Progress{MinSections: 5, StallTTLs: 3} }
 
 // Overall combines verdicts: any invalid result makes the run invalid, and
 // a run is valid only if something was actually checked and passed.

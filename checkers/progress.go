@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/history"
@@ -11,11 +12,17 @@ import (
 // Progress judges whether the workload did enough before the faults for the
 // other verdicts to mean anything: a run whose clients never got going
 // before the first fault passes every safety check without having tested
-// the lock.
+// the lock. It also gives the run's one liveness verdict: a deadlock, where
+// clients wait for a lock that no one holds, no one is granted, and no
+// fault stands in the way, for StallTTLs × TTL or more, makes it invalid.
 type Progress struct {
 	// MinSections is how many critical sections must complete (write
 	// acknowledged) before the first fault, or in the whole run without one.
 	MinSections int64
+	// StallTTLs is how many TTLs such a wait must last to be a deadlock: a
+	// lease left behind by a dead or frozen holder expires after one TTL,
+	// and a grant takes a round trip more.
+	StallTTLs int64
 }
 
 // Name implements Checker.
@@ -34,6 +41,7 @@ func (c Progress) Check(in Input) Result {
 			skipped = append(skipped, e.Fault+" "+e.Error)
 		}
 	}
+	st := c.stall(in)
 	var before, total int64
 	for _, e := range in.History {
 		if e.F == history.Write && e.Type == history.OK && e.Process != history.Nemesis {
@@ -53,6 +61,17 @@ func (c Progress) Check(in Input) Result {
 	if firstFault == math.MaxInt64 {
 		r.Summary = plural(total, "critical section") + " completed; no fault was injected"
 	}
+	if st.judged {
+		r.Counts["longest_stall_ns"] = st.longest.to - st.longest.from
+		r.Counts["deadlocks"] = 0
+		r.Summary += fmt.Sprintf("; longest wait for a free lock with no fault in force %s (a deadlock from %d TTLs)",
+			seconds(st.longest.to-st.longest.from), c.StallTTLs)
+		if st.longest.to-st.longest.from >= c.StallTTLs*in.Lease.TTL {
+			r.add("deadlocks", st.anomaly(in))
+			r.Valid = Invalid
+			return r
+		}
+	}
 	// A fault that could not act on this service is no pass: if none of
 	// the faults asked for could, the run tested nothing it was meant to.
 	if len(skipped) > 0 && firstFault == math.MaxInt64 {
@@ -68,3 +87,114 @@ func (c Progress) Check(in Input) Result {
 	r.Valid = Valid
 	return r
 }
+
+// stall is the longest span in which clients waited for the lock while no
+// live client held it, none was granted it and no fault was in force.
+type stallResult struct {
+	judged  bool
+	longest stallSpan
+}
+
+type stallSpan struct {
+	from, to int64
+	// waiters waited throughout; last is the index of the event the span
+	// began with (a grant's release, a kill, a heal).
+	waiters []string
+	last    int64
+}
+
+func (c Progress) stall(in Input) stallResult {
+	if in.Lease.None != "" || in.Lease.TTL <= 0 || c.StallTTLs <= 0 {
+		return stallResult{}
+	}
+	res := stallResult{judged: true}
+	ends := map[string]int{} // the position of each client's last event
+	for i, e := range in.History {
+		if isClient(e.Process) {
+			ends[e.Process] = i
+		}
+	}
+	var (
+		faults  = map[string]int{}
+		waiting = map[string]bool{}
+		holding = map[string]bool{}
+		dead    = map[string]bool{}
+		open    *stallSpan
+	)
+	inForce := func() bool {
+		for _, n := range faults {
+			if n > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	// After each event, a span is open exactly while clients wait, none
+	// holds and no fault is in force.
+	for i, e := range in.History {
+		switch {
+		case e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Info:
+			faults[e.Fault]++
+			for _, k := range history.Killed(e) {
+				dead[k], waiting[k], holding[k] = true, false, false
+			}
+		case e.Process == history.Nemesis && e.F == history.Stop && e.Type == history.Invoke:
+			faults[e.Fault] = max(0, faults[e.Fault]-1)
+		case !isClient(e.Process) || dead[e.Process]:
+			continue
+		case e.F == history.Acquire && e.Type == history.Invoke:
+			waiting[e.Process] = true
+		case e.F == history.Acquire && e.Type == history.OK:
+			waiting[e.Process], holding[e.Process] = false, true
+		case e.F == history.Release && e.Type == history.Invoke:
+			holding[e.Process] = false
+		}
+		if isClient(e.Process) && ends[e.Process] == i {
+			waiting[e.Process], holding[e.Process] = false, false
+		}
+		var waiters []string
+		held := false
+		for p, w := range waiting {
+			if w {
+				waiters = append(waiters, p)
+			}
+		}
+		for _, h := range holding {
+			held = held || h
+		}
+		granted := e.F == history.Acquire && e.Type == history.OK
+		stalled := len(waiters) > 0 && !held && !inForce()
+		if open != nil && (!stalled || granted) {
+			open.to = e.Time
+			if open.to-open.from > res.longest.to-res.longest.from {
+				res.longest = *open
+			}
+			open = nil
+		}
+		if stalled && open == nil {
+			slices.Sort(waiters)
+			open = &stallSpan{from: e.Time, waiters: waiters, last: e.Index}
+		}
+	}
+	return res
+}
+
+// isClient reports whether process is a client's own (not its lease
+// process, not the nemesis).
+func isClient(process string) bool {
+	if process == history.Nemesis {
+		return false
+	}
+	_, lease := history.LeaseOwner(process)
+	return !lease
+}
+
+func (s stallResult) anomaly(in Input) Anomaly {
+	l := s.longest
+	return Anomaly{Kind: "deadlock", Time: l.from, Clients: l.waiters, Events: []int64{l.last},
+		Message: fmt.Sprintf("from %s to %s (%s, %.1f × the %s TTL) %s waited for the lock while no live client held it, none was granted it, and no fault was in force: a lock no one will release or let expire",
+			history.Seconds(l.from), history.Seconds(l.to), seconds(l.to-l.from), float64(l.to-l.from)/float64(in.Lease.TTL),
+			seconds(in.Lease.TTL), strings.Join(l.waiters, ", "))}
+}
+
+func seconds(ns int64) string { return fmt.Sprintf("%.1f s", float64(ns)/1e9) }

@@ -52,3 +52,66 @@ func TestProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlockGolden judges two hand-written runs with a 1 s TTL. In
+// deadlock, a setnx-expire client is killed between SETNX and EXPIRE: its
+// key never expires, and c1 and c2 wait from 0.326 s to the end at 8.001 s
+// with no one holding the lock, no grant and no fault in force. In
+// long-wait, c2 waits 5 s while c1 works a long section, renewing its
+// lease, and then c1 waits 2.878 s after the nemesis killed the holder c2,
+// until c2's lease has expired and c1's next attempt takes the lock: both
+// waits are long, neither is a deadlock.
+func TestDeadlockGolden(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		want    Verdict
+		longest int64
+	}{
+		{"deadlock", Invalid, 8001e6 - 326e6},
+		{"long-wait", Valid, 8222e6 - 5344e6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := load(t, c.name)
+			in.Lease = Lease{TTL: 1e9}
+			rs := checkAll(in)
+			for name, r := range rs {
+				want := Valid
+				if name == "progress" {
+					want = c.want
+				}
+				if r.Valid != want {
+					t.Errorf("%s: %s (%s; %s), want %s", name, r.Valid, r.Summary, r.Reason, want)
+				}
+			}
+			p := rs["progress"]
+			wantCounts(t, p, map[string]int64{"longest_stall_ns": c.longest})
+			if c.want == Valid {
+				wantCounts(t, p, map[string]int64{"deadlocks": 0})
+				if len(p.Anomalies) != 0 {
+					t.Errorf("anomalies %+v in a run without a deadlock", p.Anomalies)
+				}
+				return
+			}
+			wantCounts(t, p, map[string]int64{"deadlocks": 1})
+			a := anomaly(t, p, "deadlock")
+			wantSame(t, "waiting clients", a.Clients, []string{"c1", "c2"})
+			wantMentions(t, a, "from 0.326 s to 8.001 s", "7.7 × the 1.0 s TTL", "c1, c2 waited")
+			if a.Time != 326e6 || len(a.Events) != 1 || a.Events[0] != 45 {
+				t.Errorf("deadlock at %d, events %v: want 326 ms and the heal's invocation (45)", a.Time, a.Events)
+			}
+		})
+	}
+}
+
+// TestDeadlockNeedsALease: a run whose lock has no lease (cas, nolock), or
+// whose TTL is unknown, has no time scale for a deadlock: no verdict on it.
+func TestDeadlockNeedsALease(t *testing.T) {
+	in := load(t, "deadlock")
+	for _, l := range []Lease{{}, {None: "no lock", TTL: 1e9}} {
+		in.Lease = l
+		r := progress().Check(in)
+		if _, judged := r.Counts["deadlocks"]; judged || r.Valid == Invalid {
+			t.Errorf("lease %+v: %s with counts %v, want no deadlock verdict", l, r.Valid, r.Counts)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 // order results are reported.
 func For(workload string, linearTimeout time.Duration) []Checker {
 	if workload == "set" {
-		return []Checker{SetView{Linearizable{Timeout: linearTimeout}}, Fence{}, LostElements{}, Exclusion{}, Progress{MinSections: 5}}
+		return []Checker{SetView{Linearizable{Timeout: linearTimeout}}, Fence{}, LostElements{}, Exclusion{}, progress()}
 	}
 	return All(linearTimeout)
 }

@@ -26,6 +26,13 @@ func (h holder) WaitHolder(context.Context) (string, error) { return string(h), 
 
 func (holder) Live(clients []string) []string { return clients }
 
+func (holder) Hits() int { return 0 }
+
+func (holder) WaitHit(ctx context.Context, _ string, _ int) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
 // faultCluster starts nodes (Redis servers and idle clients) on a private
 // network of their own and removes them when the test ends.
 func faultCluster(t *testing.T, nodes ...clusters.Node) *clusters.Cluster {

@@ -4,48 +4,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// A failpoint is armed by writing its name into armedFile inside one
-// client's container. The worker, at each named point of its code (see
-// Hold), reads that file; when it names the point, the worker writes the
-// name into hitFile and waits there until the file is gone. The nemesis
-// sees hitFile, acts on the client caught in the window (freezes it, kills
-// it, or merely lets it wait: a slow release) and records the fault from
-// that moment, as it records any other. Files and docker exec, rather than
-// a channel of the worker's own, because they work on a frozen process and
-// prove from inside the container that the client reached the point.
+// A failpoint is armed by writing its name into armedFile inside every
+// live client's container. The worker, at each named point of its code
+// (see Hold), reads that file; when it names the point, the worker writes
+// the name into hitFile, says so on its output (HitLine, which the harness
+// hands to Holders.WaitHit) and waits there until the file is gone. The
+// nemesis reads hitFile back from inside the first client that spoke, to
+// prove it is held, acts on it (freezes it, kills it, or merely lets it
+// wait: a slow release) and records the fault from that moment, as it
+// records any other. Files and docker exec arm and disarm, because they
+// work on a frozen process; the output line says which client to look at
+// without polling every container.
 const (
 	armedFile = "/tmp/lockbench-failpoint"
 	hitFile   = "/tmp/lockbench-failpoint.hit"
 )
 
-// hitPoll is how often the nemesis looks whether the armed client has
-// reached its point; holdPoll how often a held worker looks whether it may
-// go on.
-const (
-	hitPoll  = 50 * time.Millisecond
-	holdPoll = 5 * time.Millisecond
-)
+// holdPoll is how often a held worker looks whether it may go on.
+const holdPoll = 5 * time.Millisecond
+
+// hitPrefix starts the line a worker prints when it is held at a failpoint.
+const hitPrefix = `{"failpoint":`
+
+// HitLine is the line a worker prints when it is held at point.
+func HitLine(point string) string { return hitPrefix + strconv.Quote(point) + "}" }
+
+// ParseHit reads a HitLine.
+func ParseHit(line []byte) (string, bool) {
+	rest, ok := strings.CutPrefix(string(line), hitPrefix)
+	if !ok {
+		return "", false
+	}
+	point, err := strconv.Unquote(strings.TrimSuffix(rest, "}"))
+	return point, err == nil
+}
 
 // Hold is the worker's side of a failpoint: at point, when the nemesis
-// armed it in this container, it says so and waits until disarmed. It
-// costs one failed open per point when nothing is armed.
-func Hold(point string) {
+// armed it in this container, it says so through say (which prints
+// HitLine) and waits until disarmed. It costs one failed open per point
+// when nothing is armed.
+func Hold(point string, say func(line string)) {
 	armed, err := os.ReadFile(armedFile)
 	if err != nil || strings.TrimSpace(string(armed)) != point {
 		return
 	}
-	// A worker that cannot say it is held must not hold: the nemesis would
-	// never see it and the client would wait for nothing.
+	// A worker that cannot show it is held must not hold: the nemesis
+	// would not find it and the client would wait for nothing.
 	if err := os.WriteFile(hitFile, []byte(point), 0o644); err != nil {
 		return
 	}
+	say(HitLine(point))
 	for {
 		time.Sleep(holdPoll)
 		if _, err := os.Stat(armedFile); errors.Is(err, os.ErrNotExist) {
@@ -64,37 +79,38 @@ type striker struct {
 	armed map[string]bool
 }
 
-// strike arms the point in one live client chosen by r and returns that
-// client once it holds at the point; ErrNoTarget when ctx ends first.
-func (s *striker) strike(ctx context.Context, r *rand.Rand) (string, error) {
+// strike arms the point in every live client and returns the first to
+// hold there, proven from inside its container; ErrNoTarget when ctx ends
+// first. Under exclusion one client at a time can reach a point of the
+// holder's; the others stay armed, and hold if they get there, until the
+// heal disarms them.
+func (s *striker) strike(ctx context.Context) (string, error) {
 	live := s.holders.Live(s.clients)
 	if len(live) == 0 {
 		return "", fmt.Errorf("%w: every client is dead", ErrNoTarget)
 	}
-	target := pick(r, live, 1)[0]
 	if s.armed == nil {
 		s.armed = map[string]bool{}
 	}
-	s.armed[target] = true
-	if _, err := s.cluster.Exec(ctx, target, "sh", "-c", fmt.Sprintf("rm -f %s && echo %s > %s", hitFile, s.point, armedFile)); err != nil {
-		return "", fmt.Errorf("arm failpoint %s in %s: %w", s.point, target, err)
-	}
-	tick := time.NewTicker(hitPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("%w: %s never reached failpoint %s: %w", ErrNoTarget, target, s.point, ctx.Err())
-		case <-tick.C:
-		}
-		out, err := s.cluster.Exec(ctx, target, "sh", "-c", "cat "+hitFile+" 2>/dev/null; true")
-		if err != nil && ctx.Err() == nil {
-			return "", fmt.Errorf("failpoint %s in %s: %w", s.point, target, err)
-		}
-		if strings.TrimSpace(out) == s.point {
-			return target, nil
+	after := s.holders.Hits()
+	for _, c := range live {
+		s.armed[c] = true
+		if _, err := s.cluster.Exec(ctx, c, "sh", "-c", fmt.Sprintf("rm -f %s && echo %s > %s", hitFile, s.point, armedFile)); err != nil {
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("%w: %w", ErrNoTarget, err)
+			}
+			return "", fmt.Errorf("arm failpoint %s in %s: %w", s.point, c, err)
 		}
 	}
+	target, err := s.holders.WaitHit(ctx, s.point, after)
+	if err != nil {
+		return "", fmt.Errorf("%w: no client reached failpoint %s: %w", ErrNoTarget, s.point, err)
+	}
+	out, err := s.cluster.Exec(ctx, target, "cat", hitFile)
+	if err != nil || strings.TrimSpace(out) != s.point {
+		return "", fmt.Errorf("%s said it reached failpoint %s, but its container says %q: %v", target, s.point, out, err)
+	}
+	return target, nil
 }
 
 // disarm lets every client it armed go on. A client that died since

@@ -46,7 +46,7 @@ func (k *KillClient) Lasts(time.Duration) time.Duration { return 0 }
 func (k *KillClient) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	target, shape, err := strikeOrHolder(ctx, r, &k.s, k.Cluster, k.Holders, k.Clients, k.Failpoint)
+	target, shape, err := strikeOrHolder(ctx, &k.s, k.Cluster, k.Holders, k.Clients, k.Failpoint)
 	if err != nil {
 		return Injection{}, err
 	}
@@ -70,7 +70,7 @@ func (k *KillClient) Heal(ctx context.Context) error {
 // strikeOrHolder finds the client a client fault acts on: the one that
 // reaches failpoint, when one is asked for, else the lock holder. On
 // failure it leaves no failpoint armed.
-func strikeOrHolder(ctx context.Context, r *rand.Rand, s **striker, c Cluster, h Holders, clients []string, failpoint string) (string, string, error) {
+func strikeOrHolder(ctx context.Context, s **striker, c Cluster, h Holders, clients []string, failpoint string) (string, string, error) {
 	if failpoint == "" {
 		holder, err := h.WaitHolder(ctx)
 		if err != nil {
@@ -81,7 +81,7 @@ func strikeOrHolder(ctx context.Context, r *rand.Rand, s **striker, c Cluster, h
 	if *s == nil {
 		*s = &striker{cluster: c, holders: h, clients: clients, point: failpoint}
 	}
-	target, err := (*s).strike(ctx, r)
+	target, err := (*s).strike(ctx)
 	if err != nil {
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

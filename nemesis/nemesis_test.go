@@ -39,6 +39,13 @@ type fixedHolder string
 // Live implements Holders: no client dies in these tests.
 func (fixedHolder) Live(clients []string) []string { return clients }
 
+func (fixedHolder) Hits() int { return 0 }
+
+func (fixedHolder) WaitHit(ctx context.Context, _ string, _ int) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
 func (h fixedHolder) WaitHolder(ctx context.Context) (string, error) {
 	if h == "" {
 		<-ctx.Done()

@@ -21,6 +21,11 @@ type Holders interface {
 	WaitHolder(ctx context.Context) (string, error)
 	// Live are those of clients that no fault has killed.
 	Live(clients []string) []string
+	// Hits counts the failpoint hits the clients reported so far.
+	Hits() int
+	// WaitHit blocks until a client reports that it holds at point, in a
+	// hit after the first `after`, and returns that client.
+	WaitHit(ctx context.Context, point string, after int) (string, error)
 }
 
 // Client pause targets.
@@ -71,7 +76,7 @@ func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, erro
 			return Injection{}, fmt.Errorf("pause at failpoint %s: the nodes cannot be armed", p.Failpoint)
 		}
 		p.mu.Lock()
-		target, how, err := strikeOrHolder(ctx, r, &p.s, c, p.Holders, p.Clients, p.Failpoint)
+		target, how, err := strikeOrHolder(ctx, &p.s, c, p.Holders, p.Clients, p.Failpoint)
 		p.mu.Unlock()
 		if err != nil {
 			return Injection{}, err

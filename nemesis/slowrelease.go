@@ -43,7 +43,7 @@ func (f *SlowReleaseFault) Inject(ctx context.Context, r *rand.Rand) (Injection,
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := &f.s
-	target, _, err := strikeOrHolder(ctx, r, &s, f.s.cluster, f.s.holders, f.s.clients, f.s.point)
+	target, _, err := strikeOrHolder(ctx, &s, f.s.cluster, f.s.holders, f.s.clients, f.s.point)
 	if err != nil {
 		return Injection{}, err
 	}

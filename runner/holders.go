@@ -21,9 +21,13 @@ type holders struct {
 	held     map[string]bool
 	// dead are the clients a fault killed: they hold nothing any more,
 	// whatever their last events said.
-	dead    map[string]bool
+	dead map[string]bool
+	// hits are the clients that reported holding at a failpoint, in order.
+	hits    []hit
 	changed chan struct{}
 }
+
+type hit struct{ client, point string }
 
 func newHolders(lockless bool) *holders {
 	return &holders{lockless: lockless, held: map[string]bool{}, dead: map[string]bool{}, changed: make(chan struct{})}
@@ -40,6 +44,42 @@ func (h *holders) observeNemesis(e history.Event) {
 	for _, c := range killed {
 		h.dead[c] = true
 		delete(h.held, c)
+	}
+}
+
+// hit records that client holds at a failpoint.
+func (h *holders) hit(client, point string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hits = append(h.hits, hit{client, point})
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// Hits implements nemesis.Holders.
+func (h *holders) Hits() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.hits)
+}
+
+// WaitHit implements nemesis.Holders.
+func (h *holders) WaitHit(ctx context.Context, point string, after int) (string, error) {
+	for {
+		h.mu.Lock()
+		changed := h.changed
+		for _, x := range h.hits[min(after, len(h.hits)):] {
+			if x.point == point && !h.dead[x.client] {
+				h.mu.Unlock()
+				return x.client, nil
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-changed:
+		}
 	}
 }
 

@@ -400,6 +400,11 @@ func (r *run) workerCmd(name string, seed int64) ([]string, error) {
 // clientLine records one line a client printed: an event, or anything else
 // it said, which goes to its log.
 func (r *run) clientLine(name string, line []byte, log io.Writer) {
+	if point, ok := nemesis.ParseHit(line); ok {
+		fmt.Fprintf(log, "%s\n", line)
+		r.holders.hit(name, point)
+		return
+	}
 	var e history.Event
 	if err := json.Unmarshal(line, &e); err != nil || (e.Process != name && e.Process != history.LeaseProcess(name)) {
 		fmt.Fprintf(log, "%s\n", line)

@@ -53,20 +53,26 @@ func newWorkerCmd() *cobra.Command {
 				AcquireTimeout: spec.AcquireTimeout.D(), OpTimeout: spec.OpTimeout.D(), Epoch: spec.Epoch,
 				CheckLease: spec.CheckLease, FailOpen: spec.OnLockError == config.FailOpen,
 				Rand: rand.New(rand.NewPCG(uint64(spec.Seed), 0))}
-			var fp locks.Failpoint
-			if spec.Failpoints {
-				fp = nemesis.Hold
-			}
-			cfg.Failpoint = fp
-			if n, ok := history.ClientNumber(cfg.Process); ok {
-				cfg.ID = int64(n)
-			}
 			var mu sync.Mutex
 			enc := json.NewEncoder(os.Stdout)
 			emit := func(e history.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				_ = enc.Encode(e)
+			}
+			var fp locks.Failpoint
+			if spec.Failpoints {
+				fp = func(point string) {
+					nemesis.Hold(point, func(line string) {
+						mu.Lock()
+						defer mu.Unlock()
+						fmt.Println(line)
+					})
+				}
+			}
+			cfg.Failpoint = fp
+			if n, ok := history.ClientNumber(cfg.Process); ok {
+				cfg.ID = int64(n)
 			}
 			client, err := b.Client(spec, workloads.NewTrace(cfg, emit), fp, rand.New(rand.NewPCG(uint64(spec.Seed), 1)))
 			if err != nil {
