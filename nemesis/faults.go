@@ -97,3 +97,14 @@ func needsNodes(name string) func(Topology) string {
 		return ""
 	}
 }
+
+// needsLock is the need of a fault about the lock a client holds: a
+// service with no nodes is a client that takes no lock.
+func needsLock(name, lacks string) func(Topology) string {
+	return func(t Topology) string {
+		if len(t.Service) == 0 {
+			return "takes no lock, so there is " + lacks + " for " + name
+		}
+		return ""
+	}
+}

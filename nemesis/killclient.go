@@ -11,9 +11,7 @@ import (
 )
 
 var killClientKind = Kind{Name: history.KillClient, Strikes: true,
-	// Every backend has clients; one that takes no lock is killed inside
-	// its section.
-	Needs: func(Topology) string { return "" },
+	Needs: needsLock(history.KillClient, "no lock left behind to expire"),
 	New: func(_ context.Context, e Env) Fault {
 		return &KillClient{Cluster: e.Cluster, Holders: e.Holders, Clients: e.Topology.Clients, Failpoint: e.Failpoint}
 	},

@@ -9,12 +9,7 @@ import (
 )
 
 var slowReleaseKind = Kind{Name: SlowRelease, Outlived: true,
-	Needs: func(t Topology) string {
-		if len(t.Service) == 0 {
-			return "takes no lock, so there is no release to delay for " + SlowRelease
-		}
-		return ""
-	},
+	Needs: needsLock(SlowRelease, "no release to delay"),
 	New: func(_ context.Context, e Env) Fault {
 		return &SlowReleaseFault{s: striker{cluster: e.Cluster, holders: e.Holders, clients: e.Topology.Clients, point: locks.FailBeforeDelete}}
 	},
