@@ -31,6 +31,8 @@ const (
 // exceptions after them.
 type Expectations struct {
 	Rules []Rule `yaml:"rules"`
+	// Mutants are the cells of `matrix --preset mutants`.
+	Mutants []Mutant `yaml:"mutants"`
 }
 
 // Rule matches cells on the fields it sets; an empty field matches anything.
@@ -79,12 +81,20 @@ func LoadExpectations(path string) (*Expectations, error) {
 			return nil, fmt.Errorf("expectations %s: rule %d has no reason", path, i+1)
 		}
 	}
+	for i := range e.Mutants {
+		if err := e.Mutants[i].check(i); err != nil {
+			return nil, fmt.Errorf("expectations %s: %w", path, err)
+		}
+	}
 	return &e, nil
 }
 
 // For returns what c should give and why; a cell no rule matches may give
 // either verdict.
 func (e *Expectations) For(c Cell) (string, string) {
+	if c.Mutant != nil {
+		return mutantExpectation(c)
+	}
 	expect, reason := ExpectEither, "no rule matches this cell"
 	for _, r := range e.Rules {
 		if r.matches(c) {
@@ -96,4 +106,4 @@ func (e *Expectations) For(c Cell) (string, string) {
 
 // Digest identifies the rules: shards judged by different expectations
 // cannot be merged into one matrix.
-func (e *Expectations) Digest() string { return digest(e.Rules) }
+func (e *Expectations) Digest() string { return digest(e) }

@@ -17,17 +17,27 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
-// Cell is one combination of the grid.
+// Cell is one combination of the grid, or one client of the mutants
+// preset (a known-broken variant or the correct client as its control,
+// under the fault that exposes the variant).
 type Cell struct {
 	Backend  string `json:"backend"`
 	Workload string `json:"workload"`
 	Nemesis  string `json:"nemesis"`
 	Fence    string `json:"fence"`
 	Store    string `json:"store"`
+	// Mutant is set on the cells of the mutants preset.
+	Mutant *Mutant `json:"mutant,omitempty"`
+	// Variant is the client this cell runs: Mutant's variant, or the
+	// correct client as its control.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Name is how matrix.md and JUnit name the cell.
 func (c Cell) Name() string {
+	if c.Mutant != nil {
+		return fmt.Sprintf("%s/%s/%s", c.Backend, c.Variant, c.Mutant.exposure())
+	}
 	if c.Store != config.DefaultStore {
 		return fmt.Sprintf("%s/%s/%s/store-%s", c.Backend, c.Workload, c.Nemesis, c.Store)
 	}
@@ -76,6 +86,10 @@ func (c Cell) config(base config.Config) config.Config {
 	cfg := base
 	cfg.Backend, cfg.Workload, cfg.Nemesis = c.Backend, c.Workload, []string{c.Nemesis}
 	cfg.Fence, cfg.Store = store.Fence(c.Fence), c.Store
+	if c.Mutant != nil {
+		c.Mutant.apply(&cfg)
+		cfg.Variant = c.Variant
+	}
 	return cfg
 }
 
@@ -92,6 +106,8 @@ type RunResult struct {
 	// Evidence is checkers.WeakEvidence for a valid run whose faults never
 	// put a holder past its lease.
 	Evidence string `json:"evidence,omitempty"`
+	// Invalid are the checkers that judged the run invalid.
+	Invalid []string `json:"invalid,omitempty"`
 }
 
 // Outcomes of a cell against its expectation.
@@ -244,6 +260,7 @@ func result(cfg config.Config, rep *rundir.Results, err error) RunResult {
 		if c.Valid != checkers.Invalid {
 			continue
 		}
+		r.Invalid = append(r.Invalid, c.Checker)
 		for _, a := range c.Anomalies {
 			t := float64(a.Time) / 1e9
 			if r.FirstAnomaly == nil || t < *r.FirstAnomaly {
@@ -262,6 +279,10 @@ func result(cfg config.Config, rep *rundir.Results, err error) RunResult {
 // holder) is unexercised, whatever it expected: it neither meets nor
 // contradicts anything.
 func (cr *CellResult) judge() {
+	if cr.Cell.Mutant != nil {
+		cr.judgeMutant()
+		return
+	}
 	var invalid, unknown, weak int
 	for _, r := range cr.Runs {
 		switch r.Verdict {

@@ -25,13 +25,13 @@ func TestDefaultExpectations(t *testing.T) {
 		cell Cell
 		want string
 	}{
-		{Cell{"redis", "counter", "none", "none", "lockbench"}, ExpectValid},
-		{Cell{"redis", "counter", "pause", "none", "lockbench"}, ExpectInvalid},
-		{Cell{"etcd", "set", "pause", "all", "lockbench"}, ExpectValid},
-		{Cell{"etcd", "counter", "pause", "none", "etcd"}, ExpectValid},
-		{Cell{"redis", "counter", "pause", "writes", "lockbench"}, ExpectEither},
-		{Cell{"cas", "counter", "pause", "none", "lockbench"}, ExpectValid},
-		{Cell{"nolock", "set", "none", "none", "lockbench"}, ExpectInvalid},
+		{Cell{Backend: "redis", Workload: "counter", Nemesis: "none", Fence: "none", Store: "lockbench"}, ExpectValid},
+		{Cell{Backend: "redis", Workload: "counter", Nemesis: "pause", Fence: "none", Store: "lockbench"}, ExpectInvalid},
+		{Cell{Backend: "etcd", Workload: "set", Nemesis: "pause", Fence: "all", Store: "lockbench"}, ExpectValid},
+		{Cell{Backend: "etcd", Workload: "counter", Nemesis: "pause", Fence: "none", Store: "etcd"}, ExpectValid},
+		{Cell{Backend: "redis", Workload: "counter", Nemesis: "pause", Fence: "writes", Store: "lockbench"}, ExpectEither},
+		{Cell{Backend: "cas", Workload: "counter", Nemesis: "pause", Fence: "none", Store: "lockbench"}, ExpectValid},
+		{Cell{Backend: "nolock", Workload: "set", Nemesis: "none", Fence: "none", Store: "lockbench"}, ExpectInvalid},
 	}
 	for _, c := range cases {
 		if got, why := exp.For(c.cell); got != c.want || why == "" {
@@ -140,7 +140,7 @@ func TestGridLeavesOutRefusedCombinations(t *testing.T) {
 // the cluster, is under test here (the e2e tests run the real thing).
 func fakeRun(verdicts map[string]checkers.Verdict) Runner {
 	return func(_ context.Context, cfg config.Config, _ runner.Options) (*rundir.Results, error) {
-		c := Cell{cfg.Backend, cfg.Workload, cfg.Nemesis[0], string(cfg.Fence), cfg.Store}
+		c := Cell{Backend: cfg.Backend, Workload: cfg.Workload, Nemesis: cfg.Nemesis[0], Fence: string(cfg.Fence), Store: cfg.Store}
 		v, ok := verdicts[c.Name()]
 		if !ok {
 			return nil, errors.New("no such cell")
@@ -161,7 +161,7 @@ func TestRunWritesMarkdownAndJUnit(t *testing.T) {
 		{Expect: ExpectValid, Reason: "safe"},
 		{Nemesis: "pause", Expect: ExpectInvalid, Reason: "unfenced"},
 	}}
-	cells := []Cell{{"redis", "counter", "none", "none", "lockbench"}, {"redis", "counter", "pause", "none", "lockbench"}}
+	cells := []Cell{{Backend: "redis", Workload: "counter", Nemesis: "none", Fence: "none", Store: "lockbench"}, {Backend: "redis", Workload: "counter", Nemesis: "pause", Fence: "none", Store: "lockbench"}}
 	run := fakeRun(map[string]checkers.Verdict{
 		cells[0].Name(): checkers.Invalid, // contradicts "safe"
 		cells[1].Name(): checkers.Invalid,

@@ -85,6 +85,7 @@ func Markdown(dir string, s Summary) string {
 		fmt.Fprintf(&b, "Merged from %d shards: the longest took %s, all of them %s together.\n\n", len(s.Shards),
 			(time.Duration(longest) * time.Second).Round(time.Second), (time.Duration(total) * time.Second).Round(time.Second))
 	}
+	mutationTable(&b, s.Cells)
 	b.WriteString("| cell | verdict per run | expected | outcome | detection rate | first anomaly | lock cycles/s |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, c := range s.Cells {

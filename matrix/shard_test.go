@@ -85,7 +85,7 @@ func TestShardsCoverTheGridBalanced(t *testing.T) {
 // The estimate tells services apart: a ZooKeeper cell costs more than a
 // CAS one, which starts no service.
 func TestEstimateCountsBringUp(t *testing.T) {
-	zk, cas := Estimate(Cell{"zookeeper", "counter", "none", "none", "lockbench"}, shardBase), Estimate(Cell{"cas", "counter", "none", "none", "lockbench"}, shardBase)
+	zk, cas := Estimate(Cell{Backend: "zookeeper", Workload: "counter", Nemesis: "none", Fence: "none", Store: "lockbench"}, shardBase), Estimate(Cell{Backend: "cas", Workload: "counter", Nemesis: "none", Fence: "none", Store: "lockbench"}, shardBase)
 	if cas != shardBase.TimeLimit.D()+runOverhead || zk <= cas {
 		t.Errorf("zookeeper %s, cas %s", zk, cas)
 	}
@@ -93,7 +93,7 @@ func TestEstimateCountsBringUp(t *testing.T) {
 
 // seedRun records each run's seed in its directory's name.
 func seedRun(_ context.Context, cfg config.Config, _ runner.Options) (*rundir.Results, error) {
-	c := Cell{cfg.Backend, cfg.Workload, cfg.Nemesis[0], string(cfg.Fence), cfg.Store}
+	c := Cell{Backend: cfg.Backend, Workload: cfg.Workload, Nemesis: cfg.Nemesis[0], Fence: string(cfg.Fence), Store: cfg.Store}
 	v := checkers.Valid
 	if c.Backend == "nolock" || (c.Nemesis == "pause" && c.Fence == "none") {
 		v = checkers.Invalid

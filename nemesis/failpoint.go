@@ -81,9 +81,7 @@ type striker struct {
 
 // strike arms the point in every live client and returns the first to
 // hold there, proven from inside its container; ErrNoTarget when ctx ends
-// first. Under exclusion one client at a time can reach a point of the
-// holder's; the others stay armed, and hold if they get there, until the
-// heal disarms them.
+// first. The others are disarmed at once: one fault strikes one client.
 func (s *striker) strike(ctx context.Context) (string, error) {
 	live := s.holders.Live(s.clients)
 	if len(live) == 0 {
@@ -110,13 +108,28 @@ func (s *striker) strike(ctx context.Context) (string, error) {
 	if err != nil || strings.TrimSpace(out) != s.point {
 		return "", fmt.Errorf("%s said it reached failpoint %s, but its container says %q: %v", target, s.point, out, err)
 	}
+	others := map[string]bool{}
+	for c := range s.armed {
+		if c != target {
+			others[c] = true
+		}
+	}
+	if err := s.disarmSome(ctx, others); err != nil {
+		return "", err
+	}
+	for c := range others {
+		delete(s.armed, c)
+	}
 	return target, nil
 }
 
 // disarm lets every client it armed go on. A client that died since
 // cannot be reached, and holds nothing.
-func (s *striker) disarm(ctx context.Context) error {
-	return healEach(s.armed, func(n string) error {
+func (s *striker) disarm(ctx context.Context) error { return s.disarmSome(ctx, s.armed) }
+
+// disarmSome disarms the clients in set, forgetting those it disarmed.
+func (s *striker) disarmSome(ctx context.Context, set map[string]bool) error {
+	return healEach(set, func(n string) error {
 		if !slices.Contains(s.holders.Live([]string{n}), n) {
 			return nil
 		}

@@ -49,7 +49,7 @@ func newMatrixCmd() *cobra.Command {
 		axes                matrix.Axes
 		runs, parallel      int
 		expectations, junit string
-		shardFlag           string
+		shardFlag, preset   string
 		dryRun              bool
 		out                 output
 	)
@@ -121,7 +121,21 @@ func newMatrixCmd() *cobra.Command {
 					}
 				}
 			}
-			cells, skipped := matrix.Grid(axes, base)
+			var cells []matrix.Cell
+			var skipped []matrix.Skipped
+			switch preset {
+			case "":
+				cells, skipped = matrix.Grid(axes, base)
+			case matrix.PresetMutants:
+				if shard != nil {
+					return fail(exitUsage, fmt.Errorf("--preset %s runs on one machine: it cannot go with --shard", preset))
+				}
+				if cells, err = matrix.Mutants(exp, base); err != nil {
+					return fail(exitUsage, err)
+				}
+			default:
+				return fail(exitUsage, fmt.Errorf("unknown --preset %q (want %s)", preset, matrix.PresetMutants))
+			}
 			if len(cells) == 0 {
 				return fail(exitUsage, fmt.Errorf("the axes leave no cell to run (%d combinations refused)", len(skipped)))
 			}
@@ -208,6 +222,8 @@ func newMatrixCmd() *cobra.Command {
 	f.StringVar(&expectations, "expectations", "", "expectations file (default: the built-in one)")
 	f.StringVar(&shardFlag, "shard", "", "run only shard I/N of the grid's cells (balanced by estimated time; needs --seed); join the shards with matrix merge")
 	f.BoolVar(&dryRun, "dry-run", false, "list the cells and their expectations, run nothing")
+	f.StringVar(&preset, "preset", "", "instead of the axes' grid, run a preset: "+matrix.PresetMutants+
+		" (every known-broken client variant under the fault that exposes it, beside the correct client with --check-lease as its control; expectations.yaml's mutants)")
 	t.add(f)
 	completeFlags(cmd)
 	if err := f.Set("time-limit", "20s"); err != nil {
