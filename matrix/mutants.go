@@ -32,9 +32,18 @@ type Mutant struct {
 	Work      string `yaml:"work,omitempty" json:"work,omitempty"`
 	TTL       string `yaml:"ttl,omitempty" json:"ttl,omitempty"`
 	OpTimeout string `yaml:"op_timeout,omitempty" json:"op_timeout,omitempty"`
+	// TimeLimit and NemesisInterval, when set, give a variant whose
+	// sections are long the time to complete enough of them before the
+	// first fault.
+	TimeLimit       string `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+	NemesisInterval string `yaml:"nemesis_interval,omitempty" json:"nemesis_interval,omitempty"`
 	// Caught is the checker that must judge the variant's runs invalid.
 	Caught string `yaml:"caught" json:"caught"`
 	Source string `yaml:"source" json:"source"`
+	// Survives, when set, says why no fault of this build exposes the
+	// variant reliably: the preset still runs it and counts it, and the
+	// matrix exits 1 while it survives.
+	Survives string `yaml:"survives,omitempty" json:"survives,omitempty"`
 }
 
 // exposure names the conditions, e.g. kill-client@acquired.
@@ -67,10 +76,34 @@ func (m *Mutant) apply(cfg *config.Config) {
 		// Faults last two TTLs, as --fault-duration's default says.
 		cfg.FaultDuration = config.Duration(2 * d)
 	}
-	if m.OpTimeout != "" {
-		d, _ := time.ParseDuration(m.OpTimeout)
-		cfg.OpTimeout = config.Duration(d)
+	for _, f := range []struct {
+		set string
+		to  *config.Duration
+	}{{m.OpTimeout, &cfg.OpTimeout}, {m.TimeLimit, &cfg.TimeLimit}, {m.NemesisInterval, &cfg.NemesisInterval}} {
+		if f.set != "" {
+			d, _ := time.ParseDuration(f.set)
+			*f.to = config.Duration(d)
+		}
 	}
+}
+
+// Args are the mutant's conditions as `run` flags, for the variant or
+// its control, beside flags that fix everything else.
+func (m *Mutant) Args(variant string) []string {
+	args := []string{"--backend", m.Backend, "--variant", variant, "--nemesis", m.Nemesis, "--check-lease"}
+	for _, f := range []struct{ flag, value string }{
+		{"--failpoint", m.Failpoint}, {"--fence", m.Fence}, {"--work", m.Work}, {"--ttl", m.TTL},
+		{"--op-timeout", m.OpTimeout}, {"--time-limit", m.TimeLimit}, {"--nemesis-interval", m.NemesisInterval},
+	} {
+		if f.value != "" {
+			args = append(args, f.flag, f.value)
+		}
+	}
+	if m.TTL != "" {
+		d, _ := time.ParseDuration(m.TTL)
+		args = append(args, "--fault-duration", (2 * d).String())
+	}
+	return args
 }
 
 // check refuses an entry that could not be run or judged.
@@ -81,7 +114,7 @@ func (m *Mutant) check(i int) error {
 	if m.Variant == config.Correct {
 		return fmt.Errorf("mutant %d: the correct client is every mutant's control, not a mutant", i+1)
 	}
-	for _, d := range []string{m.TTL, m.OpTimeout} {
+	for _, d := range []string{m.TTL, m.OpTimeout, m.TimeLimit, m.NemesisInterval} {
 		if _, err := time.ParseDuration(d); d != "" && err != nil {
 			return fmt.Errorf("mutant %d: %w", i+1, err)
 		}

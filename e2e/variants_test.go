@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/matrix"
+	"github.com/lockbench/lockbench/nemesis"
+	"github.com/lockbench/lockbench/rundir"
+)
+
+// TestVariants runs every known-broken client of expectations.yaml's
+// mutants once, under the fault or failpoint that exposes it, and the
+// correct client under the same flags and seed as its control: the variant
+// must be judged invalid by the checker the expectations name, the control
+// valid, and the fault must have struck both, as each client's own output
+// and the cluster show.
+func TestVariants(t *testing.T) {
+	exp, err := matrix.LoadExpectations("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exp.Mutants) == 0 {
+		t.Fatal("no mutants in the built-in expectations")
+	}
+	// The flags `make mutants` gives the mutants that leave them out.
+	common := []string{"--ttl", "1s", "--time-limit", "10s", "--nemesis-interval", "3s", "--concurrency", "3", "--seed", "1"}
+	for _, m := range exp.Mutants {
+		t.Run(m.Backend+"/"+m.Variant, func(t *testing.T) {
+			if m.Survives != "" {
+				t.Skipf("%s survives every fault this build has: %s", m.Variant, m.Survives)
+			}
+			v := variantRun(t, append(append([]string{"run"}, common...), m.Args(m.Variant)...), m.Variant == locks.SetNXExpire)
+			if v.exit != 1 {
+				t.Errorf("%s: exit %d, want 1 (invalid)", m.Variant, v.exit)
+			}
+			if c := checker(t, readReport(t, v.dir), m.Caught); c.Valid != checkers.Invalid {
+				t.Errorf("%s: %s is %s (%s), want invalid", m.Variant, m.Caught, c.Valid, c.Summary)
+			}
+			struck(t, v.dir, m.Nemesis, m.Failpoint)
+
+			c := variantRun(t, append(append([]string{"run"}, common...), m.Args("correct")...), false)
+			if c.exit != 0 {
+				t.Errorf("control: exit %d, want 0 (valid)", c.exit)
+			}
+			struck(t, c.dir, m.Nemesis, m.Failpoint)
+		})
+	}
+}
+
+// variantRun runs lockbench and checks that it left nothing behind. With
+// leave, the run must have left a Redis whose lock key has no expiry, the
+// lock setnx-expire leaves when its client is killed between SETNX and
+// EXPIRE, and the killed client's container must have died of SIGKILL.
+func variantRun(t *testing.T, args []string, leave bool) result {
+	t.Helper()
+	if leave {
+		args = append(args, "--leave-running")
+	}
+	r := lockbench(t, nil, args...)
+	if r.runID == "" {
+		t.Fatalf("no run started: %s", r.stderr)
+	}
+	if !leave {
+		assertNothingLeft(t, r.runID)
+		return r
+	}
+	defer func() {
+		out, err := exec.Command(binary, "clean", "--run", r.runID).CombinedOutput()
+		if err != nil {
+			t.Errorf("clean: %v\n%s", err, out)
+		}
+		assertNothingLeft(t, r.runID)
+	}()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "lockbench="+r.runID))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := killedClients(t, r.dir)
+	sigkilled := 0
+	for _, c := range cs {
+		name := c.Labels["lockbench.node"]
+		switch {
+		case c.Labels["lockbench.role"] == "redis":
+			if ttl := execIn(t, cli, c.ID, "redis-cli", "pttl", "x"); ttl != "-1" {
+				t.Errorf("the lock key's PTTL is %q, want -1 (a key without an expiry)", ttl)
+			}
+		case killed[name]:
+			info, err := cli.ContainerInspect(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State.ExitCode != 137 {
+				t.Errorf("%s, killed by the nemesis, exited %d, want 137 (SIGKILL)", name, info.State.ExitCode)
+			}
+			sigkilled++
+		}
+	}
+	if sigkilled == 0 {
+		t.Errorf("no container of the clients %v the nemesis killed", killed)
+	}
+	return r
+}
+
+// struck checks that the fault struck the run: the history records it
+// with its shape, and each client a failpoint struck said so itself, on its
+// own output, which the harness keeps in its log.
+func struck(t *testing.T, dir, fault, failpoint string) {
+	t.Helper()
+	if fault == "none" {
+		return
+	}
+	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	point := failpoint
+	if fault == nemesis.SlowRelease {
+		point = locks.FailBeforeDelete
+	}
+	hits := 0
+	for _, e := range events {
+		if e.Process != history.Nemesis || e.F != history.Start || e.Type != history.Info || e.Fault != fault {
+			continue
+		}
+		hits++
+		if point == "" {
+			continue
+		}
+		if !strings.Contains(e.Shape, point) || len(e.Targets) != 1 {
+			t.Errorf("%s struck %v as %q, want one client at failpoint %s", fault, e.Targets, e.Shape, point)
+			continue
+		}
+		log, err := os.ReadFile(filepath.Join(dir, rundir.LogsDir, e.Targets[0]+".log"))
+		if err != nil || !bytes.Contains(log, []byte(nemesis.HitLine(point))) {
+			t.Errorf("%s's log does not say it reached failpoint %s (%v)", e.Targets[0], point, err)
+		}
+	}
+	if hits == 0 {
+		t.Errorf("%s never struck", fault)
+	}
+}
+
+func killedClients(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range events {
+		for _, c := range history.Killed(e) {
+			out[c] = true
+		}
+	}
+	return out
+}
+
+// execIn runs cmd in a container and returns its trimmed output.
+func execIn(t *testing.T, cli *client.Client, id string, cmd ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer att.Close()
+	var out, errOut bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errOut, att.Reader); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out.String() + errOut.String())
+}
