@@ -42,6 +42,7 @@ func (c Progress) Check(in Input) Result {
 		}
 	}
 	st := c.stall(in)
+	unreachable, unlocked := openCosts(in.History)
 	var before, total int64
 	for _, e := range in.History {
 		if e.F == history.Write && e.Type == history.OK && e.Process != history.Nemesis {
@@ -60,6 +61,17 @@ func (c Progress) Check(in Input) Result {
 	r.Summary = fmt.Sprintf("%s completed %s, %d in all", plural(before, "critical section"), where, total)
 	if firstFault == math.MaxInt64 {
 		r.Summary = plural(total, "critical section") + " completed; no fault was injected"
+	}
+	if in.Lease.None == "" {
+		// Both costs of a lock service that cannot be reached: a client
+		// failing closed waits (unreachable acquires, fewer sections), one
+		// failing open writes without the lock (unlocked sections, which
+		// the data checkers judge).
+		r.Counts["acquires_unknown"], r.Counts["sections_unlocked"] = unreachable, unlocked
+		if unreachable > 0 {
+			r.Summary += fmt.Sprintf("; %s got no answer from the lock service, %s then ran without the lock",
+				plural(unreachable, "acquire"), plural(unlocked, "section"))
+		}
 	}
 	if st.judged {
 		r.Counts["longest_stall_ns"] = st.longest.to - st.longest.from
@@ -198,3 +210,24 @@ func (s stallResult) anomaly(in Input) Anomaly {
 }
 
 func seconds(ns int64) string { return fmt.Sprintf("%.1f s", float64(ns)/1e9) }
+
+// openCosts counts the acquires whose outcome was unknown (the lock service
+// could not be reached) and the writes a client then made without holding
+// the lock (failing open).
+func openCosts(h []history.Event) (unreachable, unlocked int64) {
+	holds := map[string]bool{}
+	for _, e := range h {
+		switch {
+		case e.F == history.Acquire && e.Type == history.Info:
+			unreachable++
+			holds[e.Process] = false
+		case e.F == history.Acquire && e.Type == history.OK:
+			holds[e.Process] = true
+		case e.F == history.Release && e.Type == history.Invoke:
+			holds[e.Process] = false
+		case e.F == history.Write && e.Type == history.Invoke && !holds[e.Process] && e.Token == 0 && isClient(e.Process):
+			unlocked++
+		}
+	}
+	return unreachable, unlocked
+}

@@ -115,3 +115,27 @@ func TestDeadlockNeedsALease(t *testing.T) {
 		}
 	}
 }
+
+// TestFailOpenCosts: c1's acquire cannot reach the lock service (info) and,
+// failing open, it writes without a token; c2's acquire fails the same way
+// and it waits instead (closed); c3 holds the lock and writes with its
+// token. The progress result counts both costs.
+func TestFailOpenCosts(t *testing.T) {
+	h := []history.Event{
+		{Time: 1, Process: "c1", Type: history.Invoke, F: history.Acquire},
+		{Time: 2, Process: "c1", Type: history.Info, F: history.Acquire, Error: "outcome unknown: dial tcp: i/o timeout"},
+		{Time: 3, Process: "c2", Type: history.Invoke, F: history.Acquire},
+		{Time: 4, Process: "c2", Type: history.Info, F: history.Acquire, Error: "outcome unknown: dial tcp: i/o timeout"},
+		{Time: 5, Process: "c1", Type: history.Invoke, F: history.Write, Value: history.Int(1)},
+		{Time: 6, Process: "c1", Type: history.OK, F: history.Write, Value: history.Int(1)},
+		{Time: 7, Process: "c3", Type: history.Invoke, F: history.Acquire},
+		{Time: 8, Process: "c3", Type: history.OK, F: history.Acquire, Token: 4},
+		{Time: 9, Process: "c3", Type: history.Invoke, F: history.Write, Token: 4, Value: history.Int(2)},
+		{Time: 10, Process: "c3", Type: history.OK, F: history.Write, Token: 4, Value: history.Int(2)},
+	}
+	r := progress().Check(Input{History: h, Lease: Lease{TTL: 1e9}})
+	wantCounts(t, r, map[string]int64{"acquires_unknown": 2, "sections_unlocked": 1})
+	if !strings.Contains(r.Summary, "2 acquires got no answer from the lock service, 1 section then ran without the lock") {
+		t.Errorf("summary %q does not tell both costs", r.Summary)
+	}
+}
