@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test lint unit bench parallelism fuzz compose clean
+.PHONY: all build deps images run test lint unit bench parallelism mutants fuzz compose clean
 
 all: build
 
@@ -45,6 +45,13 @@ test: deps lint
 ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 lint:
 	$(ACTIONLINT) .github/workflows/lockbench.yml
+
+# The mutation score, by hand (not in CI): every known-broken client under
+# the fault that exposes it and the correct client beside it, 5 runs each.
+# Exit 1 while a variant survives a run or a control is invalid in one.
+MUTANTS_ARGS ?= --runs 5 --ttl 1s --time-limit 10s --nemesis-interval 3s --concurrency 3 --seed 1500
+mutants: images
+	$(BIN) matrix --preset mutants $(MUTANTS_ARGS)
 
 unit:
 	$(GO_TEST) -short ./...

@@ -52,3 +52,31 @@ func FailpointsOf(b Backend) []string {
 	}
 	return out
 }
+
+// VariantNames are every variant any backend offers, the correct client
+// first, without repeats: what --variant completes.
+func VariantNames() []string {
+	var out []string
+	for _, b := range All {
+		for _, v := range VariantsOf(b) {
+			if !slices.Contains(out, v.Name) {
+				out = append(out, v.Name)
+			}
+		}
+	}
+	return out
+}
+
+// FailpointNames are every point any backend's clients pass, without
+// repeats: what --failpoint completes.
+func FailpointNames() []string {
+	var out []string
+	for _, b := range All {
+		for _, p := range FailpointsOf(b) {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/matrix"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
@@ -33,6 +34,10 @@ var flagValues = map[string][]string{
 	"pg-lock":           locks.PgModes,
 	"image-method":      {string(images.Auto), string(images.Dockerfile), string(images.Debootstrap)},
 	"controller":        {controllerAuto, controllerLocal, controllerEngine},
+	"variant":           backends.VariantNames(),
+	"failpoint":         backends.FailpointNames(),
+	"on-lock-error":     config.LockErrors,
+	"preset":            {matrix.PresetMutants},
 }
 
 // completeFlags registers completion for every flag of cmd listed in
