@@ -381,6 +381,12 @@ func TestBadInput(t *testing.T) {
 		{"negative ttl", nil, []string{"run", "--ttl", "-2s"}, 254, "--ttl"},
 		{"unknown flag", nil, []string{"run", "--frobnicate"}, 254, "unknown flag"},
 		{"bad fence", nil, []string{"run", "--fence", "some"}, 254, "fence"},
+		{"unknown variant", nil, []string{"run", "--backend", "etcd", "--variant", "setnx-expire"}, 254, "no client variant"},
+		{"work twice", nil, []string{"run", "--work", "fixed:1s", "--work-max", "2s"}, 254, "--work-max"},
+		{"bad work", nil, []string{"run", "--work", "tail:0-1s,1/0,3s"}, 254, "--work"},
+		{"idle failpoint", nil, []string{"run", "--failpoint", "acquired", "--nemesis", "kill"}, 254, "needs a fault"},
+		{"bad on-lock-error", nil, []string{"run", "--on-lock-error", "ajar"}, 254, "--on-lock-error"},
+		{"unknown preset", nil, []string{"matrix", "--preset", "everything"}, 254, "--preset"},
 		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "5s"}, 255, "docker engine not reachable"},
 	}
 	for _, c := range cases {
