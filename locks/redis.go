@@ -42,7 +42,8 @@ type RedisConfig struct {
 	Rand  *rand.Rand
 	Trace Trace
 	// Variant is the client's code path: "" or config's correct for the
-	// lock as redis.io describes it, else one of RedisVariants.
+	// lock as redis.io describes it, else one of the known-broken clients
+	// of redis_variants.go.
 	Variant   string
 	Failpoint Failpoint
 }
