@@ -118,7 +118,13 @@ func (p *PauseClient) Heal(ctx context.Context) error {
 	if p.s != nil {
 		disarmErr = p.s.disarm(ctx)
 	}
-	return errors.Join(disarmErr, healEach(p.paused, func(n string) error { return p.Nodes.Signal(ctx, n, "SIGCONT") }))
+	return errors.Join(disarmErr, healEach(p.paused, func(n string) error {
+		// A client killed while frozen has nothing left to thaw.
+		if p.Holders != nil && len(p.Holders.Live([]string{n})) == 0 {
+			return nil
+		}
+		return p.Nodes.Signal(ctx, n, "SIGCONT")
+	}))
 }
 
 // hitEach applies a fault to every target, marking each in set before
