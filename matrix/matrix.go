@@ -190,9 +190,15 @@ func runCell(ctx context.Context, p Planned, runs int, base config.Config, opts 
 	cr := CellResult{Index: p.Index, Cell: c}
 	cr.Expect, cr.Reason = exp.For(c)
 	began := time.Now()
+	// A mutant's control runs its variant's seeds (MutantCells puts it
+	// right after the variant): only the client may differ between them.
+	place := p.Index
+	if c.Mutant != nil && c.Variant == config.Correct {
+		place--
+	}
 	for i := 0; i < runs && ctx.Err() == nil; i++ {
 		cfg := c.config(base)
-		cfg.Seed = base.Seed + int64(p.Index*runs+i)
+		cfg.Seed = base.Seed + int64(place*runs+i)
 		fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
 		rep, err := run(ctx, cfg, opts)
 		cr.Runs = append(cr.Runs, result(cfg, rep, err))
