@@ -6,6 +6,10 @@ package report
 var countMeanings = map[string]string{
 	"sections":                    "critical sections (a successful acquire up to its release) in the history",
 	"sections_before_first_fault": "critical sections completed before the first fault began",
+	"acquires_unknown":            "acquires that got no answer from the lock service (a timeout, a refused connection): a fail-closed client waits then",
+	"sections_unlocked":           "writes a client made without the lock after such an acquire (--on-lock-error open)",
+	"longest_stall_ns":            "the longest wait, in ns, for a lock no live client held, with no grant and no fault in force",
+	"deadlocks":                   "waits like that of 3 TTLs or more: a lock no one will release or let expire (the liveness verdict)",
 	"accepted":                    "critical sections whose write the store accepted",
 	"rejected":                    "critical sections whose write the store rejected",
 	"none":                        "critical sections that wrote nothing",
