@@ -28,6 +28,16 @@ type Postgres struct{}
 const (
 	pgNode = "postgres"
 	pgPort = 5432
+	// pgbouncerPort is where the pgbouncer-session variant's pooler
+	// listens, in the server's container.
+	pgbouncerPort = 6432
+	// pgbouncerPool is the pooler's server connections: one, so that
+	// every client's statements run on one server session, which takes
+	// the advisory lock for the first client and, re-entrant, for every
+	// other at once: two holders in every run, without a fault. With more,
+	// whether a second client lands on the holding session is a matter of
+	// timing (a client routed to another session waits as it should).
+	pgbouncerPool = 1
 )
 
 // pgSettings are the server settings a run's TTL and --pg-idle-timeout
@@ -60,19 +70,71 @@ func (Postgres) Layout(cfg *config.Config) Layout {
 	for _, kv := range pgServerConfig(cfg.TTL.D(), cfg.PgIdleTimeout.D()) {
 		cmd = append(cmd, "-c", kv)
 	}
+	probe := psql("SELECT 1")
+	port := pgPort
+	if cfg.Variant == locks.PgbouncerSession {
+		cmd = withPgbouncer(cmd)
+		// Through the pooler: it answers once both it and the server do.
+		probe = append(psql("SELECT 1"), "-p", fmt.Sprint(pgbouncerPort))
+		port = pgbouncerPort
+	}
 	return Layout{
 		Services: []Service{{
 			Node:    clusters.Node{Name: pgNode, Role: "postgres", Cmd: cmd},
 			Image:   images.Postgres,
-			Probe:   psql("SELECT 1"),
+			Probe:   probe,
 			Version: []string{images.PostgresBin + "postgres", "--version"},
 		}},
-		Addrs:  []string{fmt.Sprintf("%s:%d", pgNode, pgPort)},
+		Addrs:  []string{fmt.Sprintf("%s:%d", pgNode, port)},
 		Shared: true,
 		// The settings the server applies to a TCP session.
 		Ready: psql("SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('" +
 			strings.Join(pgSettings, "', '") + "')"),
 	}
+}
+
+// pgbouncerConfig is the pooler of the pgbouncer-session variant: every
+// database goes to the local server, in transaction pooling with
+// pgbouncerPool server connections. Clients are trusted as the server
+// trusts them (the user must still be in auth_file); lock_timeout, a startup
+// parameter pgbouncer does not pass on, is ignored rather than refused.
+// postgres is an admin user, for SHOW POOLS and SHOW SERVERS on the
+// pgbouncer console.
+func pgbouncerConfig() string {
+	return strings.Join([]string{
+		"[databases]",
+		fmt.Sprintf("* = host=127.0.0.1 port=%d", pgPort),
+		"[pgbouncer]",
+		"listen_addr = *",
+		fmt.Sprintf("listen_port = %d", pgbouncerPort),
+		"unix_socket_dir =",
+		"auth_type = trust",
+		"auth_file = " + pgbouncerUsers,
+		"admin_users = postgres",
+		"pool_mode = transaction",
+		fmt.Sprintf("default_pool_size = %d", pgbouncerPool),
+		"min_pool_size = 0",
+		"reserve_pool_size = 0",
+		"max_client_conn = 500",
+		"ignore_startup_parameters = lock_timeout,extra_float_digits",
+	}, "\n") + "\n"
+}
+
+// pgbouncerIni and pgbouncerUsers are the pooler's files, written when its
+// container starts.
+const (
+	pgbouncerIni   = "/tmp/pgbouncer.ini"
+	pgbouncerUsers = "/tmp/pgbouncer.users"
+)
+
+// withPgbouncer starts the pooler, as the postgres user (pgbouncer refuses
+// to run as root), in the background of the server's container, and then
+// the server as its PID 1, as without it: a kill of the server still takes
+// the container down at once, the pooler with it.
+func withPgbouncer(server []string) []string {
+	script := `printf '%s' "$1" > ` + pgbouncerIni + ` && printf '"postgres" ""\n' > ` + pgbouncerUsers +
+		` && setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer ` + pgbouncerIni + ` & shift; exec "$@"`
+	return append([]string{"sh", "-c", script, "sh", pgbouncerConfig()}, server...)
 }
 
 // pgServerConfig maps the TTL to the server's detection of a dead peer. A
@@ -133,6 +195,8 @@ func (Postgres) Check(cfg *config.Config) error {
 	}
 	keeps := cfg.Store == (Postgres{}).Keeps()
 	switch {
+	case cfg.Variant == locks.PgbouncerSession && cfg.PgLock != "" && cfg.PgLock != locks.PgSession:
+		return config.Usage("--variant %s is a session lock through a transaction pooler: --pg-lock must be session", cfg.Variant)
 	case cfg.PgLock == "" && keeps:
 		cfg.PgLock = locks.PgXact
 	case cfg.PgLock == "":
@@ -177,7 +241,7 @@ func pgKey(key string) int64 {
 
 // Client implements Backend.
 func (Postgres) Client(s Spec, trace locks.Trace, _ locks.Failpoint, _ *rand.Rand) (Client, error) {
-	l := locks.NewPostgres(locks.PostgresConfig{
+	l := locks.NewPostgres(locks.PostgresConfig{Variant: s.Variant,
 		URL: "postgres://postgres@" + s.LockAddrs[0] + "/postgres?sslmode=disable", Key: pgKey(s.Key), Owner: s.Process,
 		Mode: s.PgLock, TTL: s.TTL.D(), Schema: locks.PostgresSchema + "\n" + store.PostgresSchema,
 		// The server gives up the wait a TTL before the client does, so
@@ -190,6 +254,17 @@ func (Postgres) Client(s Spec, trace locks.Trace, _ locks.Failpoint, _ *rand.Ran
 	}
 	return c, nil
 }
+
+// Variants implements Mutant.
+func (Postgres) Variants() []Variant {
+	return []Variant{
+		{locks.PgbouncerSession, "pg_advisory_lock and pg_advisory_unlock through a transaction-pooling pgbouncer: the lock belongs to whichever pooled server session ran the statement"},
+	}
+}
+
+// Failpoints implements Mutant: the PostgreSQL client passes none of its
+// own.
+func (Postgres) Failpoints() []string { return nil }
 
 // Keeps implements Keeper.
 func (Postgres) Keeps() string { return "postgres" }

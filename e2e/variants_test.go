@@ -51,6 +51,9 @@ func TestVariants(t *testing.T) {
 				t.Errorf("%s: %s is %s (%s), want invalid", m.Variant, m.Caught, c.Valid, c.Summary)
 			}
 			struck(t, v.dir, m.Nemesis, m.Failpoint)
+			if m.Variant == locks.PgbouncerSession {
+				pooledOnce(t, v.dir)
+			}
 
 			c := variantRun(t, append(append([]string{"run"}, common...), m.Args("correct")...), false)
 			if c.exit != 0 {
@@ -157,6 +160,25 @@ func struck(t *testing.T, dir, fault, failpoint string) {
 	}
 	if hits == 0 {
 		t.Errorf("%s never struck", fault)
+	}
+}
+
+// pooledOnce checks, in the log the server's container printed, that the
+// clients went through the transaction pooler and that it ran all their
+// statements on one server session: pgbouncer logs each client's login and
+// each connection it opens to the server.
+func pooledOnce(t *testing.T, dir string) {
+	t.Helper()
+	log := postgresLog(t, dir)
+	if !strings.Contains(log, "process up: PgBouncer") {
+		t.Fatal("no pgbouncer started in the server's container")
+	}
+	// The readiness probe logs in too.
+	if n := strings.Count(log, "login attempt: db=postgres user=postgres"); n < 1+3 {
+		t.Errorf("pgbouncer logged %d logins, want the probe's and one per client (3)", n)
+	}
+	if n := strings.Count(log, "new connection to server"); n != 1 {
+		t.Errorf("pgbouncer opened %d server connections, want 1: every client's lock on one session", n)
 	}
 }
 

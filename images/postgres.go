@@ -8,8 +8,11 @@ import "strings"
 const Postgres Kind = "postgres"
 
 // PostgresPackages are Debian bookworm's PostgreSQL 15 server and its
-// client (psql, for readiness and for reading the store's audit table back).
-var PostgresPackages = []string{"postgresql-15", "postgresql-client-15"}
+// client (psql, for readiness and for reading the store's audit table back),
+// and pgbouncer (1.18), the transaction pooler of the pgbouncer-session
+// variant. It is always installed (a few hundred kilobytes, in the one
+// image build) and runs only in that variant's runs.
+var PostgresPackages = []string{"postgresql-15", "postgresql-client-15", "pgbouncer"}
 
 // PostgresBin is where Debian installs the server's programs, and
 // PostgresData the database cluster the image holds, initialised at build

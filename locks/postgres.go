@@ -56,7 +56,11 @@ type PostgresConfig struct {
 	// LockTimeout is the server-side bound on one wait for the lock
 	// (lock_timeout): past it the statement fails and the session lives on.
 	LockTimeout time.Duration
-	Trace       Trace
+	// Variant is "" or config's correct for a connection of its own,
+	// else PgbouncerSession, whose URL is a transaction-pooling
+	// pgbouncer's.
+	Variant string
+	Trace   Trace
 }
 
 // Postgres is a PostgreSQL advisory lock as its users write it: a
@@ -122,6 +126,9 @@ func (p *Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
 	cc.ConnectTimeout = p.cfg.TTL
 	cc.RuntimeParams["lock_timeout"] = fmt.Sprint(p.cfg.LockTimeout.Milliseconds())
 	cc.RuntimeParams["application_name"] = p.cfg.Owner
+	if p.cfg.Variant == PgbouncerSession {
+		pooled(cc)
+	}
 	c, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
