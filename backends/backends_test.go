@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
@@ -101,6 +102,7 @@ func TestPostgresTTLMapping(t *testing.T) {
 		{config.Config{TTL: config.Duration(2e9), Store: "postgres", Fence: "all"}, "which is the fence"},
 		{config.Config{TTL: config.Duration(3e9), Store: "lockbench", PgIdleTimeout: config.Duration(500e6)}, "between its checks"},
 		{config.Config{TTL: config.Duration(2e9), Store: "lockbench", PgLock: "advisory"}, "unknown --pg-lock"},
+		{config.Config{TTL: config.Duration(2e9), Store: "lockbench", PgLock: "xact", Variant: locks.PgbouncerSession}, "must be session"},
 	} {
 		err := Postgres{}.Check(&c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.fail) {

@@ -114,6 +114,7 @@ func TestBackendCombinationsRefused(t *testing.T) {
 		"postgres keepalives count whole seconds": {"--backend", "postgres", "--ttl", "1s"},
 		"postgres store holds a transaction":      {"--backend", "postgres", "--store", "postgres", "--pg-lock", "session"},
 		"postgres clock is not the wall clock":    {"--backend", "postgres", "--nemesis", "clock"},
+		"pgbouncer-session is a session lock":     {"--backend", "postgres", "--variant", "pgbouncer-session", "--pg-lock", "xact"},
 		"unknown workload":                        {"--workload", "bank"},
 	}
 	for name, args := range cases {
