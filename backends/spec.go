@@ -27,7 +27,10 @@ type Spec struct {
 	// Epoch is the run's start on CLOCK_MONOTONIC, in ns.
 	Epoch int64 `json:"epoch"`
 	// Work is the distribution of each section's work (config.ParseWork).
-	Work           string          `json:"work"`
+	Work string `json:"work"`
+	// Think is the distribution of the time between a release and the
+	// next acquire (workloads.ParseThink); empty is none.
+	Think          string          `json:"think,omitempty"`
 	OpTimeout      config.Duration `json:"op_timeout"`
 	AcquireTimeout config.Duration `json:"acquire_timeout"`
 	CheckLease     bool            `json:"check_lease"`

@@ -60,7 +60,10 @@ type Config struct {
 	Work string `json:"work"`
 	// WorkMax is read only from the test.json of runs made before Work
 	// existed; Check turns it into Work's uniform:0-MAX.
-	WorkMax      Duration `json:"work_max,omitempty"`
+	WorkMax Duration `json:"work_max,omitempty"`
+	// Think is the distribution of the time a client waits between a
+	// release and its next acquire (workloads.ParseThink); empty is none.
+	Think        string   `json:"think,omitempty"`
 	OpTimeout    Duration `json:"op_timeout"`
 	CheckTimeout Duration `json:"check_timeout"`
 	// CheckLease makes clients skip the write when they already know their
@@ -170,6 +173,9 @@ func (c *Config) Check() error {
 	}
 	c.WorkMax = 0
 	if _, err := workloads.ParseWork(c.Work); err != nil {
+		return Usage("%v", err)
+	}
+	if _, err := workloads.ParseThink(c.Think); err != nil {
 		return Usage("%v", err)
 	}
 	return nil

@@ -384,6 +384,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown variant", nil, []string{"run", "--backend", "etcd", "--variant", "setnx-expire"}, 254, "no client variant"},
 		{"work twice", nil, []string{"run", "--work", "fixed:1s", "--work-max", "2s"}, 254, "--work-max"},
 		{"bad work", nil, []string{"run", "--work", "tail:0-1s,1/0,3s"}, 254, "--work"},
+		{"bad think", nil, []string{"run", "--think", "uniform:1s-500ms"}, 254, "--think"},
 		{"idle failpoint", nil, []string{"run", "--failpoint", "acquired", "--nemesis", "kill"}, 254, "needs a fault"},
 		{"bad on-lock-error", nil, []string{"run", "--on-lock-error", "ajar"}, 254, "--on-lock-error"},
 		{"unknown preset", nil, []string{"matrix", "--preset", "everything"}, 254, "--preset"},

@@ -30,6 +30,7 @@ type Mutant struct {
 	Failpoint string `yaml:"failpoint,omitempty" json:"failpoint,omitempty"`
 	Fence     string `yaml:"fence,omitempty" json:"fence,omitempty"`
 	Work      string `yaml:"work,omitempty" json:"work,omitempty"`
+	Think     string `yaml:"think,omitempty" json:"think,omitempty"`
 	TTL       string `yaml:"ttl,omitempty" json:"ttl,omitempty"`
 	OpTimeout string `yaml:"op_timeout,omitempty" json:"op_timeout,omitempty"`
 	// TimeLimit and NemesisInterval, when set, give a variant whose
@@ -55,6 +56,9 @@ func (m *Mutant) exposure() string {
 	if m.Work != "" {
 		s += ",work=" + m.Work
 	}
+	if m.Think != "" {
+		s += ",think=" + m.Think
+	}
 	if m.Fence != "" && m.Fence != string(store.FenceNone) {
 		s += ",fence-" + m.Fence
 	}
@@ -69,6 +73,9 @@ func (m *Mutant) apply(cfg *config.Config) {
 	}
 	if m.Work != "" {
 		cfg.Work = m.Work
+	}
+	if m.Think != "" {
+		cfg.Think = m.Think
 	}
 	if m.TTL != "" {
 		d, _ := time.ParseDuration(m.TTL)
@@ -92,7 +99,7 @@ func (m *Mutant) apply(cfg *config.Config) {
 func (m *Mutant) Args(variant string) []string {
 	args := []string{"--backend", m.Backend, "--variant", variant, "--nemesis", m.Nemesis, "--check-lease"}
 	for _, f := range []struct{ flag, value string }{
-		{"--failpoint", m.Failpoint}, {"--fence", m.Fence}, {"--work", m.Work}, {"--ttl", m.TTL},
+		{"--failpoint", m.Failpoint}, {"--fence", m.Fence}, {"--work", m.Work}, {"--think", m.Think}, {"--ttl", m.TTL},
 		{"--op-timeout", m.OpTimeout}, {"--time-limit", m.TimeLimit}, {"--nemesis-interval", m.NemesisInterval},
 	} {
 		if f.value != "" {

@@ -25,10 +25,22 @@ func UniformWork(max time.Duration) string { return "uniform:0-" + max.String() 
 // ParseWork reads a distribution: uniform:MIN-MAX (e.g. uniform:0-200ms),
 // fixed:D, or tail:MIN-MAX,1/N,LONG (uniform, except that one section in N
 // works LONG).
-func ParseWork(s string) (Work, error) {
+func ParseWork(s string) (Work, error) { return parseDist("--work", s) }
+
+// ParseThink reads --think, the time a client spends between a release
+// and its next acquire, in the syntax of --work; "" is no time at all.
+func ParseThink(s string) (Work, error) {
+	if s == "" {
+		return Work{}, nil
+	}
+	return parseDist("--think", s)
+}
+
+// parseDist reads a distribution given to flag, which its errors name.
+func parseDist(flag, s string) (Work, error) {
 	kind, arg, ok := strings.Cut(s, ":")
 	if !ok {
-		return Work{}, fmt.Errorf("--work %q: want uniform:MIN-MAX, fixed:D or tail:MIN-MAX,1/N,LONG", s)
+		return Work{}, fmt.Errorf("%s %q: want uniform:MIN-MAX, fixed:D or tail:MIN-MAX,1/N,LONG", flag, s)
 	}
 	var w Work
 	var err error
@@ -41,20 +53,20 @@ func ParseWork(s string) (Work, error) {
 	case "tail":
 		parts := strings.Split(arg, ",")
 		if len(parts) != 3 || !strings.HasPrefix(parts[1], "1/") {
-			return Work{}, fmt.Errorf("--work %q: want tail:MIN-MAX,1/N,LONG", s)
+			return Work{}, fmt.Errorf("%s %q: want tail:MIN-MAX,1/N,LONG", flag, s)
 		}
 		if w.Min, w.Max, err = span(parts[0]); err != nil {
 			break
 		}
 		if w.Every, err = strconv.ParseInt(strings.TrimPrefix(parts[1], "1/"), 10, 64); err != nil || w.Every < 2 {
-			return Work{}, fmt.Errorf("--work %q: N in 1/N must be a whole number of at least 2", s)
+			return Work{}, fmt.Errorf("%s %q: N in 1/N must be a whole number of at least 2", flag, s)
 		}
 		w.Long, err = nonNegative(parts[2])
 	default:
-		return Work{}, fmt.Errorf("--work %q: unknown distribution %q (want uniform, fixed or tail)", s, kind)
+		return Work{}, fmt.Errorf("%s %q: unknown distribution %q (want uniform, fixed or tail)", flag, s, kind)
 	}
 	if err != nil {
-		return Work{}, fmt.Errorf("--work %q: %w", s, err)
+		return Work{}, fmt.Errorf("%s %q: %w", flag, s, err)
 	}
 	return w, nil
 }

@@ -61,3 +61,21 @@ func TestWorkDraws(t *testing.T) {
 		}
 	}
 }
+
+// TestParseThink: no --think is no wait and draws nothing; a given one
+// reads as --work does, and its errors name --think.
+func TestParseThink(t *testing.T) {
+	w, err := ParseThink("")
+	if err != nil || w != (Work{}) {
+		t.Fatalf("\"\": %+v, %v; want the zero Work", w, err)
+	}
+	w, err = ParseThink("uniform:500ms-1s")
+	if err != nil || w != (Work{Min: 500 * time.Millisecond, Max: time.Second}) {
+		t.Fatalf("uniform:500ms-1s: %+v, %v", w, err)
+	}
+	for _, bad := range []string{"none", "uniform:1s-500ms", "fixed:-1s"} {
+		if _, err := ParseThink(bad); err == nil || !strings.Contains(err.Error(), "--think") {
+			t.Errorf("%q: %v, want an error naming --think", bad, err)
+		}
+	}
+}

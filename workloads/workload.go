@@ -41,6 +41,9 @@ type Config struct {
 	Key string
 	// Work draws the work done between read and write.
 	Work Work
+	// Think draws the time between a release and the next acquire; the
+	// zero Work is none.
+	Think Work
 	// AcquireTimeout bounds one wait for the lock.
 	AcquireTimeout time.Duration
 	// OpTimeout bounds each store request and each release.
@@ -74,6 +77,24 @@ func Run(stop context.Context, cfg Config, lock locks.Locker, st Store, emit fun
 	c := &counter{cfg: cfg, lock: lock, st: st, emit: emit}
 	for stop.Err() == nil {
 		c.cycle(stop)
+		c.think(stop)
+	}
+}
+
+// think waits between a release and the next acquire: real lock users do
+// not take a lock back to back, and without a pause the lock is almost
+// never free, which hides bugs that need it free (an extend that re-acquires
+// a key that is gone). No think time draws nothing, so the other random
+// choices of a seed stay what they were.
+func (c *counter) think(stop context.Context) {
+	if c.cfg.Think == (Work{}) {
+		return
+	}
+	t := time.NewTimer(c.cfg.Think.Draw(c.cfg.Rand))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop.Done():
 	}
 }
 

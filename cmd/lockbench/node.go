@@ -49,7 +49,11 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return fail(exitUsage, err)
 			}
-			cfg := workloads.Config{Kind: spec.Workload, Process: spec.Process, Key: spec.Key, Work: work,
+			think, err := workloads.ParseThink(spec.Think)
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			cfg := workloads.Config{Kind: spec.Workload, Process: spec.Process, Key: spec.Key, Work: work, Think: think,
 				AcquireTimeout: spec.AcquireTimeout.D(), OpTimeout: spec.OpTimeout.D(), Epoch: spec.Epoch,
 				CheckLease: spec.CheckLease, FailOpen: spec.OnLockError == config.FailOpen,
 				Rand: rand.New(rand.NewPCG(uint64(spec.Seed), 0))}

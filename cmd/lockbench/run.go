@@ -31,7 +31,7 @@ import (
 // testFlags are the knobs of a test that `run` and `matrix` share.
 type testFlags struct {
 	cfg                                                         config.Config
-	fence, method, mirror, results, work                        string
+	fence, method, mirror, results, work, think                 string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay, pgIdle                                        time.Duration
 	ctl                                                         controllerFlag
@@ -51,6 +51,7 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&t.cfg.PgLock, "pg-lock", "", "PostgreSQL advisory lock: "+locks.PgSession+" (pg_advisory_lock on a dedicated session; the default) or "+locks.PgXact+" (pg_advisory_xact_lock in an open transaction; the default with --store postgres)")
 	f.DurationVar(&t.pgIdle, "pg-idle-timeout", 0, "PostgreSQL's idle_session_timeout and idle_in_transaction_session_timeout (default off): they also end the session of a holder that is merely silent")
 	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section: the same as --work uniform:0-MAX")
+	f.StringVar(&t.think, "think", "", "distribution of the time a client waits between a release and its next acquire, in --work's syntax (default none: it acquires again at once)")
 	f.StringVar(&t.work, "work", "", "distribution of the work inside the critical section: uniform:MIN-MAX, fixed:D, or tail:MIN-MAX,1/N,LONG (one section in N works LONG) (default uniform:0-200ms)")
 	f.StringVar(&t.cfg.Variant, "variant", config.Correct, "lock client: "+config.Correct+", or a known-broken variant of the backend's client (see the README's variants table)")
 	f.StringVar(&t.cfg.Failpoint, "failpoint", "", "strike clients at this point of their code instead of at random moments (pause, kill-client): "+
@@ -96,6 +97,7 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 	default:
 		cfg.Work = workloads.UniformWork(t.workMax)
 	}
+	cfg.Think = t.think
 	cfg.OpTimeout, cfg.CheckTimeout = config.Duration(t.opTimeout), config.Duration(t.checkTO)
 	cfg.RestartDelay = config.Duration(t.restartDelay)
 	cfg.PgIdleTimeout = config.Duration(t.pgIdle)
