@@ -18,6 +18,9 @@ type Signaler interface {
 type Holders interface {
 	// WaitHolder blocks until some client holds the lock, and returns one.
 	WaitHolder(ctx context.Context) (string, error)
+	// WaitGrant blocks until a client is granted the lock after the call,
+	// and returns it.
+	WaitGrant(ctx context.Context) (string, error)
 }
 
 // Client pause targets.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,7 +175,7 @@ func (a *Agent) off(wait time.Duration) (Reply, error) {
 	a.Disk.Thaw()
 	<-a.child.exited
 	a.child = nil
-	a.unmount()
+	a.unmountLocked()
 	r, err := a.Disk.Lose()
 	if err != nil {
 		return rep, err
@@ -204,6 +205,10 @@ func (a *Agent) on() error {
 		return fmt.Errorf("powerfs: mount %s: %w", a.Mount, err)
 	}
 	a.srv = srv
+	if err := closeOnExec(); err != nil {
+		a.unmountLocked()
+		return err
+	}
 	cmd := exec.Command(a.Cmd[0], a.Cmd[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	// Its own process group, so that the cut kills whatever it started.
@@ -264,4 +269,21 @@ func Control(ctx context.Context, socket string, req Request) (Reply, error) {
 		return rep, fmt.Errorf("powerfs agent: %s", rep.Error)
 	}
 	return rep, nil
+}
+
+// closeOnExec keeps every descriptor of the agent from the server. go-fuse
+// opens /dev/fuse without O_CLOEXEC: a server holding it would keep the
+// connection alive after the agent died, and wait forever in the file
+// system call the dead agent never answers.
+func closeOnExec() error {
+	des, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("powerfs: %w", err)
+	}
+	for _, de := range des {
+		if fd, err := strconv.Atoi(de.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+	return nil
 }

@@ -20,6 +20,10 @@ type holders struct {
 	mu       sync.Mutex
 	held     map[string]bool
 	changed  chan struct{}
+	// grant is the last client granted the lock, grants how many grants
+	// there were.
+	grant  string
+	grants int
 }
 
 func newHolders(lockless bool) *holders {
@@ -44,6 +48,8 @@ func (h *holders) observe(e history.Event) {
 	defer h.mu.Unlock()
 	if holds {
 		h.held[e.Process] = true
+		h.grant = e.Process
+		h.grants++
 	} else {
 		delete(h.held, e.Process)
 	}
@@ -66,6 +72,26 @@ func (h *holders) WaitHolder(ctx context.Context) (string, error) {
 		if len(names) > 0 {
 			sort.Strings(names)
 			return names[0], nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// WaitGrant implements nemesis.Holders.
+func (h *holders) WaitGrant(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	seen := h.grants
+	h.mu.Unlock()
+	for {
+		h.mu.Lock()
+		grant, grants, changed := h.grant, h.grants, h.changed
+		h.mu.Unlock()
+		if grants > seen {
+			return grant, nil
 		}
 		select {
 		case <-ctx.Done():
