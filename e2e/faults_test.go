@@ -23,6 +23,7 @@ import (
 type holder string
 
 func (h holder) WaitHolder(context.Context) (string, error) { return string(h), nil }
+func (h holder) WaitGrant(context.Context) (string, error)  { return string(h), nil }
 
 // faultCluster starts nodes (Redis servers and idle clients) on a private
 // network of their own and removes them when the test ends.

@@ -57,7 +57,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	var f *os.File
 	err := n.disk.Create(n.rel(), name, func(p string) error {
 		var err error
-		f, err = os.OpenFile(p, int(flags&^(syscall.O_APPEND|syscall.O_TRUNC))|os.O_CREATE, os.FileMode(mode))
+		f, err = os.OpenFile(p, backingFlags(flags)|os.O_CREATE, os.FileMode(mode))
 		return err
 	})
 	if err != nil {
@@ -89,12 +89,24 @@ func (n *node) handle(f *os.File, flags uint32) (fs.FileHandle, syscall.Errno) {
 
 // Open implements fs.NodeOpener.
 func (n *node) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	f, err := os.OpenFile(filepath.Join(n.disk.root, n.rel()), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC|fuse.FMODE_EXEC)), 0)
+	f, err := os.OpenFile(filepath.Join(n.disk.root, n.rel()), backingFlags(flags), 0)
 	if err != nil {
 		return nil, 0, errno(err)
 	}
 	fh, e := n.handle(f, flags)
 	return fh, 0, e
+}
+
+// backingFlags are the flags the backing file is opened with for a file
+// opened with flags: the kernel gives every write its offset, the disk
+// carries out O_TRUNC itself, and a file opened to write is opened to
+// read too, so that a write can save what it overwrites.
+func backingFlags(flags uint32) int {
+	f := int(flags &^ (syscall.O_APPEND | syscall.O_TRUNC | fuse.FMODE_EXEC))
+	if f&syscall.O_ACCMODE == syscall.O_WRONLY {
+		f = f&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	return f
 }
 
 // Mkdir implements fs.NodeMkdirer.

@@ -97,6 +97,16 @@ func TestThroughTheKernel(t *testing.T) {
 	must(os.WriteFile(at("appendonlydir/temp-manifest"), []byte("v2"), 0o644))
 	fsyncPath(t, at("appendonlydir/temp-manifest"))
 	must(os.Rename(at("appendonlydir/temp-manifest"), at("appendonlydir/manifest")))
+	// A durable file rewritten through a write-only descriptor: the
+	// disk must still read what each write overwrites.
+	must(os.WriteFile(at("db"), []byte("durable"), 0o644))
+	fsyncPath(t, at("db"))
+	fsyncPath(t, mnt)
+	w, err := os.OpenFile(at("db"), os.O_WRONLY, 0)
+	must(err)
+	_, err = w.WriteAt([]byte("XXXXXXXXXX"), 0)
+	must(err)
+	must(w.Close())
 	// A file created and never made durable at all.
 	must(os.WriteFile(at("scratch"), []byte("gone"), 0o644))
 	must(f.Close())
@@ -136,6 +146,9 @@ func TestThroughTheKernel(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"aof", "manifest"}) {
 		t.Fatalf("appendonlydir holds %v, want [aof manifest]", names)
+	}
+	if db, err := os.ReadFile(at("db")); err != nil || string(db) != "durable" {
+		t.Fatalf("db holds %q (%v) after the cut, want what was fsynced", db, err)
 	}
 	if _, err := os.Stat(at("scratch")); !os.IsNotExist(err) {
 		t.Fatalf("a file never made durable survived the cut: %v", err)
