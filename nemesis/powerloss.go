@@ -71,6 +71,8 @@ type PowerLoss struct {
 
 	mu  sync.Mutex
 	cut map[string]bool
+	// cutAt is when the last cut was made.
+	cutAt time.Time
 }
 
 // syncAll makes what the servers wrote while starting durable, as the
@@ -118,6 +120,10 @@ func (p *PowerLoss) Inject(ctx context.Context, r *rand.Rand) (Injection, error)
 	if p.cut == nil {
 		p.cut = map[string]bool{}
 	}
+	// The grant decided the cut: it is made and recorded even if the run
+	// ends meanwhile, or a node would be down with no record of why.
+	ctx = context.WithoutCancel(ctx)
+	p.cutAt = time.Now()
 	// All at once: each node's power fails at its own server's next fsync.
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
@@ -140,10 +146,20 @@ func (p *PowerLoss) Inject(ctx context.Context, r *rand.Rand) (Injection, error)
 	return Injection{Shape: shape, Targets: targets}, nil
 }
 
-// Heal implements Fault.
+// Heal implements Fault. A node stays down for the restart delay even
+// when the run ends sooner: a delay cut short would be the fault that
+// antirez's remedy is about, not the remedy.
 func (p *PowerLoss) Heal(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(p.cut) > 0 {
+		t := time.NewTimer(time.Until(p.cutAt.Add(p.RestartDelay)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	return healEach(p.cut, func(n string) error {
 		_, err := p.Cluster.Exec(ctx, n, "lockbench", "power", "on")
 		return err
