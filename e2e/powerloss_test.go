@@ -69,7 +69,7 @@ func TestPowerLoss(t *testing.T) {
 	// Five nodes take longer to cut (each at its own next fsync) and to
 	// restart than a 500 ms lease lasts.
 	redlock := []string{"--backend", "redlock", "--redis-persistence", "everysec", "--nemesis", "power-loss",
-		"--ttl", "1s", "--work-max", "2s", "--time-limit", "14s", "--nemesis-interval", "2s"}
+		"--ttl", "1s", "--work-max", "2s", "--time-limit", "16s", "--nemesis-interval", "4s"}
 	redlockNodes := []string{"r1", "r2", "r3", "r4", "r5"}
 	for _, c := range []struct {
 		name string

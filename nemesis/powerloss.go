@@ -22,10 +22,12 @@ const (
 	PowerAll      = "all" // a datacenter outage
 )
 
-// powerCutWait bounds how long a cut waits for the server's next fsync:
-// the longest any fsync policy here leaves writes unsynced is Redis's
-// everysec, one second.
-const powerCutWait = 1500 * time.Millisecond
+// cutWait bounds how long a cut waits for the server's next fsync: a
+// quarter of the TTL, so that it falls while the lease of the grant it
+// follows is still certainly valid (a later cut could only forget a lease
+// that was running out anyway); at most 1.5 s, as the longest any fsync
+// policy here leaves writes unsynced is Redis's everysec, one second.
+func cutWait(ttl time.Duration) time.Duration { return min(1500*time.Millisecond, ttl/4) }
 
 var powerLossKind = Kind{Name: PowerLossFault, Disk: true,
 	Needs: func(t Topology) string {
@@ -36,7 +38,7 @@ var powerLossKind = Kind{Name: PowerLossFault, Disk: true,
 	},
 	New: func(ctx context.Context, e Env) Fault {
 		p := &PowerLoss{Cluster: e.Cluster, Holders: e.Holders, Nodes: e.Topology.Disks, Target: e.PowerTarget,
-			RestartDelay: e.RestartDelay}
+			RestartDelay: e.RestartDelay, Wait: cutWait(e.TTL)}
 		p.setup = p.syncAll(ctx)
 		return p
 	},
@@ -65,6 +67,8 @@ type PowerLoss struct {
 	Nodes        []string
 	Target       string // PowerOne, PowerMajority or PowerAll (default)
 	RestartDelay time.Duration
+	// Wait bounds how long a cut waits for a node's next fsync.
+	Wait time.Duration
 
 	// setup is why the disks could not be made durable before the run.
 	setup error
@@ -132,7 +136,7 @@ func (p *PowerLoss) Inject(ctx context.Context, r *rand.Rand) (Injection, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = p.Cluster.Exec(ctx, n, "lockbench", "power", "off", "--wait", powerCutWait.String())
+			_, errs[i] = p.Cluster.Exec(ctx, n, "lockbench", "power", "off", "--wait", p.Wait.String())
 		}()
 	}
 	wg.Wait()
