@@ -108,7 +108,8 @@ func (a *Agent) Run(ctx context.Context) error {
 				return child.err
 			}
 		case <-time.After(time.Second):
-			// The power went off or came back: look again.
+			// The power may have gone off or come back since: the child
+			// to watch is then another one.
 		}
 	}
 }

@@ -539,13 +539,13 @@ type FileChange struct {
 
 // String is one line for a log.
 func (r Report) String() string {
-	var fs []string
+	var parts []string
 	for _, f := range r.Files {
-		fs = append(fs, fmt.Sprintf("%s %s → %s", f.Path, sizeWord(f.Before), sizeWord(f.After)))
+		parts = append(parts, fmt.Sprintf("%s %s → %s", f.Path, sizeWord(f.Before), sizeWord(f.After)))
 	}
 	s := fmt.Sprintf("dropped %d writes never fsynced (%d bytes) and %d directory entries never made durable", r.Writes, r.Bytes, r.Entries)
-	if len(fs) > 0 {
-		s += "; " + strings.Join(fs, ", ")
+	if len(parts) > 0 {
+		s += "; " + strings.Join(parts, ", ")
 	}
 	return s
 }
