@@ -65,7 +65,8 @@ func assertNoMount(t *testing.T, runID string) {
 // short and the work long so that the holder of the forgotten grant is
 // still in its section when the restarted server grants the lock again.
 func TestPowerLoss(t *testing.T) {
-	short := []string{"--ttl", "500ms", "--work-max", "1500ms", "--time-limit", "12s", "--nemesis-interval", "4s"}
+	short := []string{"--ttl", "500ms", "--work-max", "1500ms"}
+	timing := []string{"--time-limit", "12s", "--nemesis-interval", "4s"}
 	// The controls must be valid, not unknown, so their first fault comes
 	// late enough for the progress rule's sections to complete first even
 	// on a loaded machine: with seed 1 a 6 s interval puts it 9.0 s in
@@ -109,6 +110,8 @@ func TestPowerLoss(t *testing.T) {
 			args := append(append([]string{"run"}, short...), c.args...)
 			if c.control {
 				args = append(args, control...)
+			} else if !slices.Contains(c.args, "--time-limit") {
+				args = append(args, timing...)
 			}
 			r := lockbench(t, nil, args...)
 			defer assertNoMount(t, r.runID)
