@@ -118,6 +118,7 @@ func TestPowerLoss(t *testing.T) {
 			defer assertNothingLeft(t, r.runID)
 			rep := readReport(t, r.dir)
 			ex := checker(t, rep, "exclusion")
+			t.Logf("progress: %s", checker(t, rep, "progress").Summary)
 			switch {
 			case c.valid && (r.exit != 0 || ex.Valid != checkers.Valid):
 				t.Fatalf("exit %d, exclusion %s: want valid", r.exit, ex.Valid)
