@@ -132,6 +132,17 @@ func TestPowerLoss(t *testing.T) {
 				}
 			}
 			if !c.cut {
+				// The kill's first fault comes late in the run: its
+				// server's own log must show it started again after it.
+				log, err := os.ReadFile(filepath.Join(r.dir, "logs", c.nodes[0]+".log"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := strings.Count(string(log), "Ready to accept connections")
+				if n < 2 {
+					t.Fatalf("%s's log says it started %d times: want a restart after the kill", c.nodes[0], n)
+				}
+				t.Logf("%s started %d times", c.nodes[0], n)
 				return
 			}
 			for _, n := range c.nodes {
