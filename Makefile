@@ -3,7 +3,7 @@ BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
 GO_TEST  ?= go test -count=1 -timeout 30m
 
-.PHONY: all build deps images run test lint unit bench parallelism mutants fuzz compose clean
+.PHONY: all build deps images run test lint unit bench parallelism mutants powerloss fuzz compose clean
 
 all: build
 
@@ -72,6 +72,19 @@ bench: images
 # false positives (about 25 minutes on 2 cores; by hand, not in CI).
 parallelism: images
 	go test -run '^$$' -bench 'ParallelCells' -benchtime 1x -timeout 60m ./e2e/
+
+# How often a power loss finds what it should, by hand: POWERLOSS_RUNS runs
+# of each of the end-to-end test's Redis runs (power loss under everysec and
+# under always, and everysec under kill as the control), on fresh seeds.
+# Each line ends with --test-count's sum of the verdicts; an invalid verdict
+# is the finding, not a failure of the target.
+POWERLOSS_RUNS ?= 10
+POWERLOSS_ARGS := --backend redis --fence all --ttl 500ms --work-max 1500ms --time-limit 12s --nemesis-interval 4s --seed 100 --test-count $(POWERLOSS_RUNS)
+powerloss: images
+	@for a in "--redis-persistence everysec --nemesis power-loss" "--redis-persistence always --nemesis power-loss" \
+		"--redis-persistence everysec --nemesis kill"; do \
+		echo "== $$a"; $(BIN) run $(POWERLOSS_ARGS) $$a 2>&1 | tail -n 4; \
+	done
 
 # Each target fuzzes for FUZZTIME; the seed corpora under testdata/fuzz are
 # in git and also run as plain tests.

@@ -102,6 +102,10 @@ type Service struct {
 	// Sentinel marks a node that watches the service rather than holds
 	// the lock: faults on lock-service nodes leave it alone.
 	Sentinel bool
+	// DataDir is where the server keeps what must survive a restart; a
+	// power-loss run serves it from the lockbench disk. Empty for a server
+	// whose data cannot be moved there (built into its image).
+	DataDir string
 	// WallClock marks a server that keeps its leases on the wall clock,
 	// read through libc where the clock shim reaches: a clock fault runs
 	// it under the shim.
@@ -186,6 +190,9 @@ func Topology(l Layout) nemesis.Topology {
 			continue
 		}
 		t.Service = append(t.Service, s.Node.Name)
+		if s.DataDir != "" {
+			t.Disks = append(t.Disks, s.Node.Name)
+		}
 		t.WallClock = t.WallClock || s.WallClock
 	}
 	return t

@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/clusters"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/store"
 )
 
@@ -24,6 +25,9 @@ const EtcdDataPrefix = "/lockbench/data"
 
 var etcdNames = []string{"e1", "e2", "e3"}
 
+// etcdDataDir is where each member keeps its WAL and database.
+const etcdDataDir = "/var/lib/etcd"
+
 // Name implements Backend.
 func (Etcd) Name() string { return "etcd" }
 
@@ -37,7 +41,7 @@ func (Etcd) Tokens() bool { return true }
 func (Etcd) Locks() bool { return true }
 
 // Layout implements Backend.
-func (Etcd) Layout(*config.Config) Layout {
+func (Etcd) Layout(cfg *config.Config) Layout {
 	var peers []string
 	for _, n := range etcdNames {
 		peers = append(peers, n+"=http://"+n+":2380")
@@ -45,17 +49,25 @@ func (Etcd) Layout(*config.Config) Layout {
 	l := Layout{Addrs: withPort(etcdNames, 2379), Startup: 2800 * time.Millisecond,
 		Ready: []string{"lockbench", "etcd-health", "--endpoints", strings.Join(withPort(etcdNames, 2379), ",")}}
 	for _, n := range etcdNames {
+		cmd := []string{"lockbench", "etcd",
+			"--name", n, "--data-dir", etcdDataDir,
+			"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", "http://" + n + ":2379",
+			"--listen-peer-urls", "http://0.0.0.0:2380", "--initial-advertise-peer-urls", "http://" + n + ":2380",
+			"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new", "--initial-cluster-token", "lockbench",
+			"--log-level", "warn"}
+		if !cfg.Has(nemesis.PowerLossFault) {
+			// The data must survive a kill and restart; fsync would
+			// measure the disk under the overlay, and a killed process
+			// loses nothing the page cache holds. A power loss takes
+			// back what was not fsynced: there etcd fsyncs as it does
+			// in production (on the lockbench disk, which keeps its
+			// record in memory and costs no real fsync).
+			cmd = append(cmd, "--unsafe-no-fsync")
+		}
 		l.Services = append(l.Services, Service{
-			Node: clusters.Node{Name: n, Role: "etcd", Cmd: []string{"lockbench", "etcd",
-				"--name", n, "--data-dir", "/var/lib/etcd",
-				"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", "http://" + n + ":2379",
-				"--listen-peer-urls", "http://0.0.0.0:2380", "--initial-advertise-peer-urls", "http://" + n + ":2380",
-				"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new", "--initial-cluster-token", "lockbench",
-				// The data must survive a kill and restart; fsync would
-				// measure the disk under the overlay, and a killed
-				// process loses nothing the page cache holds.
-				"--unsafe-no-fsync", "--log-level", "warn"}},
+			Node:    clusters.Node{Name: n, Role: "etcd", Cmd: cmd},
 			Version: []string{"lockbench", "etcd", "--version"},
+			DataDir: etcdDataDir,
 		})
 	}
 	// The members are asked one after the other (some may be paused or

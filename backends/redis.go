@@ -93,5 +93,5 @@ func redisNode(name string, cfg *config.Config) Service {
 		cmd = append(cmd, "--appendonly", "no")
 	}
 	return Service{Node: clusters.Node{Name: name, Role: "redis", Cmd: cmd}, Probe: []string{"redis-cli", "ping"},
-		Version: []string{"redis-server", "--version"}, WallClock: true}
+		Version: []string{"redis-server", "--version"}, WallClock: true, DataDir: "/var/lib/redis"}
 }

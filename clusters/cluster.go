@@ -24,6 +24,8 @@ type Node struct {
 	Role string // "redis", "store", "client"
 	Cmd  []string
 	Caps []string // Linux capabilities beyond Docker's default set
+	// Devices are host devices the node may use (/dev/fuse).
+	Devices []string
 	// Labels are added to the run's own; they let a later `lockbench clean`
 	// find what belongs where without the process that started it.
 	Labels map[string]string
@@ -75,12 +77,17 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 	for _, d := range n.Tmpfs {
 		tmpfs[d] = ""
 	}
+	var devices []container.DeviceMapping
+	for _, d := range n.Devices {
+		devices = append(devices, container.DeviceMapping{PathOnHost: d, PathInContainer: d, CgroupPermissions: "rwm"})
+	}
 	resp, err := c.eng.ContainerCreate(ctx,
 		&container.Config{Image: cmp.Or(n.Image, c.image), Cmd: n.Cmd, Env: n.Env, Hostname: n.Name, Labels: labels},
 		&container.HostConfig{
 			NetworkMode: container.NetworkMode(c.network),
 			CapAdd:      n.Caps,
 			Tmpfs:       tmpfs,
+			Resources:   container.Resources{Devices: devices},
 		},
 		&network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			c.network: {Aliases: []string{n.Name}},

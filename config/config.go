@@ -22,6 +22,9 @@ var (
 	Workloads = []string{"counter", "set"}
 	// PauseTargets are whom the client pause freezes.
 	PauseTargets = []string{"holder", "random", "all"}
+	// PowerTargets are how many service nodes power-loss cuts at once:
+	// one, a majority, or all (the default: a datacenter outage).
+	PowerTargets = []string{"one", "majority", "all"}
 	// Persistences are the Redis persistence settings for --redis-persistence.
 	Persistences = []string{"none", "everysec", "always"}
 )
@@ -48,7 +51,9 @@ type Config struct {
 	NemesisInterval Duration    `json:"nemesis_interval"`
 	FaultDuration   Duration    `json:"fault_duration"`
 	PauseTarget     string      `json:"pause_target"`
-	RestartDelay    Duration    `json:"restart_delay"`
+	// PowerTarget is how many service nodes power-loss cuts at once.
+	PowerTarget  string   `json:"power_target,omitempty"`
+	RestartDelay Duration `json:"restart_delay"`
 	// RedisPersistence is how Redis nodes keep data across a restart.
 	RedisPersistence string `json:"redis_persistence"`
 	// PgLock is the PostgreSQL advisory lock's mode, PgIdleTimeout the
@@ -146,6 +151,12 @@ func (c *Config) Check() error {
 	}
 	if !slices.Contains(PauseTargets, c.PauseTarget) {
 		return Usage("unknown --pause-target %q (want one of %s)", c.PauseTarget, strings.Join(PauseTargets, ", "))
+	}
+	if c.PowerTarget == "" {
+		c.PowerTarget = PowerTargets[len(PowerTargets)-1]
+	}
+	if !slices.Contains(PowerTargets, c.PowerTarget) {
+		return Usage("unknown --power-target %q (want one of %s)", c.PowerTarget, strings.Join(PowerTargets, ", "))
 	}
 	if c.RedisPersistence == "" {
 		c.RedisPersistence = "none"

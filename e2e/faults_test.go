@@ -23,6 +23,7 @@ import (
 type holder string
 
 func (h holder) WaitHolder(context.Context) (string, error) { return string(h), nil }
+func (h holder) WaitGrant(context.Context) (string, error)  { return string(h), nil }
 
 func (holder) Live(clients []string) []string { return clients }
 

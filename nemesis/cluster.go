@@ -21,6 +21,9 @@ type Topology struct {
 	// Service holds the lock service's data nodes (redis; r1..rN; the
 	// Sentinel deployment's r1..r3; e1..e3).
 	Service []string
+	// Disks are the service nodes whose data directory the lockbench disk
+	// serves in a power-loss run: those a power cut can take writes from.
+	Disks []string
 	// Sentinels watch the Redis primary (redis-sentinel only).
 	Sentinels []string
 	Clients   []string

@@ -12,7 +12,9 @@ type Env struct {
 	Topology Topology
 	Holders  Holders
 	// PauseTarget is whom the client pause freezes (TargetHolder, …).
-	PauseTarget  string
+	PauseTarget string
+	// PowerTarget is how many nodes lose power at once (PowerAll, …).
+	PowerTarget  string
 	RestartDelay time.Duration
 	TTL          time.Duration
 	// Failpoint, when set, is the point of the clients' code where the
@@ -34,6 +36,10 @@ type Kind struct {
 	// NetAdmin is set when the fault sets firewall rules inside the run's
 	// containers, which then need the NET_ADMIN capability.
 	NetAdmin bool
+	// Disk is set when the fault needs the service nodes' data
+	// directories on the lockbench disk (OnDisk), whose FUSE mount then
+	// needs /dev/fuse and the SYS_ADMIN capability in those nodes only.
+	Disk bool
 	// Outlived is set when a lease outlives a fault shorter than its TTL
 	// (a freeze, a cut): such a run can rarely make two holders.
 	Outlived bool
@@ -51,6 +57,7 @@ var Kinds = []Kind{
 	slowReleaseKind,
 	pauseNodeKind,
 	killKind,
+	powerLossKind,
 	clockKind,
 	partitionKind,
 	failoverKind,

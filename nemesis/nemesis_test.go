@@ -54,6 +54,8 @@ func (h fixedHolder) WaitHolder(ctx context.Context) (string, error) {
 	return string(h), nil
 }
 
+func (h fixedHolder) WaitGrant(ctx context.Context) (string, error) { return h.WaitHolder(ctx) }
+
 func record(mu *sync.Mutex, events *[]history.Event) Recorder {
 	return func(e history.Event) {
 		mu.Lock()

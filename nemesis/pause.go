@@ -26,6 +26,9 @@ type Holders interface {
 	// WaitHit blocks until a client reports that it holds at point, in a
 	// hit after the first `after`, and returns that client.
 	WaitHit(ctx context.Context, point string, after int) (string, error)
+	// WaitGrant blocks until a client is granted the lock after the call,
+	// and returns it.
+	WaitGrant(ctx context.Context) (string, error)
 }
 
 // Client pause targets.

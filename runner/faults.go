@@ -20,9 +20,22 @@ func (r *run) caps() []string {
 	return nil
 }
 
+// onDisk reports whether a fault asked for needs the service's data on
+// the lockbench disk.
+func (r *run) onDisk() bool {
+	for _, k := range nemesis.Kinds {
+		if k.Disk && r.cfg.Has(k.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // fitForFaults adapts the service's nodes to the faults asked for: the
-// capability to cut links, and for a clock fault, the servers that read
-// the wall clock started under the clock shim with its offset file at zero.
+// capability to cut links; for a clock fault, the servers that read the
+// wall clock started under the clock shim with its offset file at zero;
+// for a power loss, the data directories served from the lockbench disk,
+// whose FUSE mount needs /dev/fuse and SYS_ADMIN in those nodes alone.
 func (r *run) fitForFaults(services []backends.Service) []backends.Service {
 	services = slices.Clone(services)
 	for i := range services {
@@ -31,6 +44,11 @@ func (r *run) fitForFaults(services []backends.Service) []backends.Service {
 		if r.cfg.Has(nemesis.ClockFault) && services[i].WallClock {
 			env, cmd := nemesis.UnderClock(n.Cmd)
 			n.Env, n.Cmd = append(n.Env, env...), cmd
+		}
+		if dir := services[i].DataDir; dir != "" && r.onDisk() {
+			n.Cmd = nemesis.OnDisk(n.Cmd, dir, r.cluster.RunID()+"-"+n.Name)
+			n.Caps = append(slices.Clone(n.Caps), "SYS_ADMIN")
+			n.Devices = append(n.Devices, "/dev/fuse")
 		}
 	}
 	return services
@@ -44,5 +62,5 @@ func (r *run) buildFaults(ctx context.Context) []nemesis.Fault {
 		t.Leader = func(ctx context.Context) (string, error) { return lead(ctx, r.cluster) }
 	}
 	return nemesis.Build(ctx, r.cfg.Nemesis, nemesis.Env{Cluster: r.cluster, Topology: t, Holders: r.holders,
-		PauseTarget: r.cfg.PauseTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint})
+		PauseTarget: r.cfg.PauseTarget, PowerTarget: r.cfg.PowerTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint})
 }

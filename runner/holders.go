@@ -25,6 +25,10 @@ type holders struct {
 	// hits are the clients that reported holding at a failpoint, in order.
 	hits    []hit
 	changed chan struct{}
+	// grant is the last client granted the lock, grants how many grants
+	// there were.
+	grant  string
+	grants int
 }
 
 type hit struct{ client, point string }
@@ -117,6 +121,8 @@ func (h *holders) observe(e history.Event) {
 	}
 	if holds {
 		h.held[e.Process] = true
+		h.grant = e.Process
+		h.grants++
 	} else {
 		delete(h.held, e.Process)
 	}
@@ -139,6 +145,26 @@ func (h *holders) WaitHolder(ctx context.Context) (string, error) {
 		if len(names) > 0 {
 			sort.Strings(names)
 			return names[0], nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// WaitGrant implements nemesis.Holders.
+func (h *holders) WaitGrant(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	seen := h.grants
+	h.mu.Unlock()
+	for {
+		h.mu.Lock()
+		grant, grants, changed := h.grant, h.grants, h.changed
+		h.mu.Unlock()
+		if grants > seen {
+			return grant, nil
 		}
 		select {
 		case <-ctx.Done():

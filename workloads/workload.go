@@ -137,6 +137,19 @@ func outcome(err error, definite ...error) history.Type {
 	return history.Info
 }
 
+// unreachablePause is how long a client waits after an attempt to acquire
+// that failed for another reason than the lock being held.
+const unreachablePause = 20 * time.Millisecond
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
 func (c *counter) cycle(stop context.Context) {
 	if c.lock == nil {
 		c.section(unlocked{}, 0)
@@ -153,7 +166,14 @@ func (c *counter) cycle(stop context.Context) {
 		// lock that was certainly not granted is someone else's.
 		if typ == history.Info && c.cfg.FailOpen && stop.Err() == nil {
 			c.section(unlocked{}, 0)
+			return
 		}
+		// A lock service that cannot be reached may fail each attempt at
+		// once (go-redis returns its last dial error without dialing
+		// while its dials keep failing, as when a killed node's container
+		// restarts): without a pause the client would record hundreds of
+		// thousands of attempts a second.
+		sleepCtx(stop, unreachablePause)
 		return
 	}
 	token, _ := lease.Token()

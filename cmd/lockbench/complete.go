@@ -30,6 +30,7 @@ var flagValues = map[string][]string{
 	"fence": fences, "fences": fences,
 	"store": runner.Stores(), "stores": runner.Stores(),
 	"pause-target":      config.PauseTargets,
+	"power-target":      config.PowerTargets,
 	"redis-persistence": config.Persistences,
 	"pg-lock":           locks.PgModes,
 	"image-method":      {string(images.Auto), string(images.Dockerfile), string(images.Debootstrap)},

@@ -46,6 +46,7 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
 	f.DurationVar(&t.faultFor, "fault-duration", 0, "how long each fault lasts (default 2×ttl)")
 	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "clients the pause freezes: holder, random, all")
+	f.StringVar(&t.cfg.PowerTarget, "power-target", "all", "service nodes power-loss cuts at once: one, majority, all")
 	f.DurationVar(&t.restartDelay, "restart-delay", 0, "how long a killed node stays down before it is restarted")
 	f.StringVar(&t.cfg.RedisPersistence, "redis-persistence", "none", "Redis persistence: none, everysec, always (AOF)")
 	f.StringVar(&t.cfg.PgLock, "pg-lock", "", "PostgreSQL advisory lock: "+locks.PgSession+" (pg_advisory_lock on a dedicated session; the default) or "+locks.PgXact+" (pg_advisory_xact_lock in an open transaction; the default with --store postgres)")
