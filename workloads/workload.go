@@ -90,12 +90,7 @@ func (c *counter) think(stop context.Context) {
 	if c.cfg.Think == (Work{}) {
 		return
 	}
-	t := time.NewTimer(c.cfg.Think.Draw(c.cfg.Rand))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-stop.Done():
-	}
+	sleepCtx(stop, c.cfg.Think.Draw(c.cfg.Rand))
 }
 
 type counter struct {
@@ -138,9 +133,10 @@ func outcome(err error, definite ...error) history.Type {
 }
 
 // unreachablePause is how long a client waits after an attempt to acquire
-// that failed for another reason than the lock being held.
+// that failed, whatever the reason (see cycle).
 const unreachablePause = 20 * time.Millisecond
 
+// sleepCtx waits d, or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
