@@ -157,12 +157,7 @@ func (p *PowerLoss) Heal(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.cut) > 0 {
-		t := time.NewTimer(time.Until(p.cutAt.Add(p.RestartDelay)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
+		sleep(ctx, time.Until(p.cutAt.Add(p.RestartDelay)))
 	}
 	return healEach(p.cut, func(n string) error {
 		_, err := p.Cluster.Exec(ctx, n, "lockbench", "power", "on")
