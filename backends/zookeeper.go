@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/nemesis"
 )
 
 // ZooKeeper is a three-member ZooKeeper ensemble (Debian's 3.8, on the JVM
@@ -55,14 +56,15 @@ func (ZooKeeper) Layout(cfg *config.Config) Layout {
 	for i, n := range zkNames {
 		l.Services = append(l.Services, Service{
 			Node: clusters.Node{Name: n, Role: "zookeeper", Cmd: []string{"sh", "-c",
-				"mkdir -p /var/lib/zookeeper && echo " + fmt.Sprint(i+1) + " > /var/lib/zookeeper/myid && " +
+				"mkdir -p " + zkDataDir + " && echo " + fmt.Sprint(i+1) + " > " + zkDataDir + "/myid && " +
 					"printf '%s\\n' \"$0\" > /etc/zookeeper.cfg && " +
-					"exec java -Xms32m -Xmx192m -XX:+UseSerialGC -cp /usr/share/java/zookeeper.jar " +
-					"org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/zookeeper.cfg",
-				zkConfig(cfg.TTL.D())}},
+					"exec java -Xms32m -Xmx192m -XX:+UseSerialGC -Dzookeeper.preAllocSize=" + fmt.Sprint(zkPreAllocKB) +
+					" -cp /usr/share/java/zookeeper.jar org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/zookeeper.cfg",
+				zkConfig(cfg.TTL.D(), cfg.Has(nemesis.PowerLossFault))}},
 			Image:   images.JVM,
 			Probe:   zkSrvr("127.0.0.1", `grep '^Mode: '`),
 			Version: zkSrvr("127.0.0.1", `sed -n 's/^Zookeeper version: //p'`),
+			DataDir: zkDataDir,
 		})
 	}
 	// A paused or cut-off member does not answer, and one that lost its
@@ -79,23 +81,40 @@ func (ZooKeeper) Layout(cfg *config.Config) Layout {
 	return l
 }
 
+// zkDataDir is where each member keeps its id, transaction log and
+// snapshots.
+const zkDataDir = "/var/lib/zookeeper"
+
+// zkPreAllocKB is the size, in KiB, by which a member grows its
+// transaction log ahead of its writes (zookeeper.preAllocSize, 64 MiB by
+// default): a few MiB hold every transaction of a run, and a small file
+// keeps the lockbench disk's record of a power-loss run small.
+const zkPreAllocKB = 4096
+
 // zkConfig is the members' zoo.cfg. The session timeout is pinned to the
 // TTL (minSessionTimeout = maxSessionTimeout): the server clamps what a
 // client asks for into that range, so the negotiated timeout is the TTL.
 // forceSync=no for the reason etcd runs without fsync: a killed process
 // loses nothing the page cache holds, and fsync would time the overlay's
-// disk. Only `srvr` is needed among the four-letter words, and it is the
-// only one ZooKeeper 3.8 allows by default.
-func zkConfig(ttl time.Duration) string {
+// disk. A power loss takes back what was not fsynced: there the members
+// fsync their log before they acknowledge, as ZooKeeper does by default
+// (on the lockbench disk, which costs no real fsync). Only `srvr` is
+// needed among the four-letter words, and it is the only one ZooKeeper
+// 3.8 allows by default.
+func zkConfig(ttl time.Duration, fsync bool) string {
+	forceSync := "forceSync=no"
+	if fsync {
+		forceSync = "forceSync=yes"
+	}
 	lines := []string{
 		fmt.Sprintf("tickTime=%d", zkTick(ttl).Milliseconds()),
 		"initLimit=40",
 		fmt.Sprintf("syncLimit=%d", zkSyncLimit),
 		fmt.Sprintf("minSessionTimeout=%d", ttl.Milliseconds()),
 		fmt.Sprintf("maxSessionTimeout=%d", ttl.Milliseconds()),
-		"dataDir=/var/lib/zookeeper",
+		"dataDir=" + zkDataDir,
 		"clientPort=2181",
-		"forceSync=no",
+		forceSync,
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=srvr",
 	}

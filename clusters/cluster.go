@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +37,12 @@ type Node struct {
 	// Image, when set, is the image the node runs instead of the
 	// cluster's node image.
 	Image string
-	ID    string
+	// Copy are files of this machine put into the container before it
+	// starts, by their path in the container: the lockbench binary, for a
+	// node whose image does not hold it. They go through the engine's API,
+	// so they reach a remote engine too.
+	Copy map[string]string
+	ID   string
 }
 
 // Cluster is the containers of one run on their private network.
@@ -100,8 +107,46 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 	c.mu.Lock()
 	c.nodes[n.Name] = &n
 	c.mu.Unlock()
+	if err := c.copyIn(ctx, n); err != nil {
+		return err
+	}
 	if err := c.eng.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// copyIn puts n.Copy into its container, created and not yet started.
+func (c *Cluster) copyIn(ctx context.Context, n Node) error {
+	for dst, src := range n.Copy {
+		f, err := os.Open(src)
+		if err != nil {
+			return fmt.Errorf("copy into %s: %w", n.Name, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("copy into %s: %w", n.Name, err)
+		}
+		// One file in a tar stream, written as the engine reads it.
+		pr, pw := io.Pipe()
+		go func() {
+			tw := tar.NewWriter(pw)
+			err := tw.WriteHeader(&tar.Header{Name: path.Base(dst), Mode: int64(st.Mode().Perm()), Size: st.Size(), Typeflag: tar.TypeReg})
+			if err == nil {
+				_, err = io.Copy(tw, f)
+			}
+			if err == nil {
+				err = tw.Close()
+			}
+			f.Close()
+			pw.CloseWithError(err)
+		}()
+		err = c.eng.CopyToContainer(ctx, n.ID, path.Dir(dst), pr, container.CopyToContainerOptions{})
+		pr.CloseWithError(err)
+		if err != nil {
+			return fmt.Errorf("copy %s into %s:%s: %w", src, n.Name, dst, err)
+		}
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func assertNoMount(t *testing.T, runID string) {
 }
 
 // Power loss against a process crash on Redis, and a datacenter outage on
-// etcd and Redlock. Redis's appendfsync everysec acknowledges a write
+// etcd, ZooKeeper and Redlock. Redis's appendfsync everysec acknowledges a write
 // before it is fsynced: a power cut right after a grant forgets the lock
 // key and the token increment, and a second client takes the lock while
 // the first one's lease is certainly valid; with always it fsyncs before
@@ -104,6 +104,13 @@ func TestPowerLoss(t *testing.T) {
 			true, false, false, []string{"redis"}, true, nil},
 		{"etcd-all", []string{"--backend", "etcd", "--ttl", "1s", "--nemesis", "power-loss", "--power-target", "all", "--fence", "all", "--seed", "1"},
 			true, true, false, []string{"e1", "e2", "e3"}, false, nil},
+		// ZooKeeper's members fsync their log before they acknowledge
+		// (forceSync=yes in power-loss runs), and keep sessions in it:
+		// the holder's znode and the czxid counter survive the outage.
+		// One cut, late: the JVMs take seconds to start and elect.
+		{"zookeeper-all", []string{"--backend", "zookeeper", "--ttl", "1s", "--nemesis", "power-loss", "--power-target", "all", "--fence", "all",
+			"--seed", "1", "--time-limit", "12s", "--nemesis-interval", "6s"},
+			true, true, false, []string{"z1", "z2", "z3"}, false, nil},
 		// Redlock's five nodes all lose power: with no restart delay they
 		// come back without the grant; with a delay longer than the TTL
 		// (antirez's remedy) every lease they held has run out first.

@@ -164,7 +164,8 @@ func (n *node) fd(f fs.FileHandle) (int, func(), error) {
 	if h, ok := f.(*file); ok {
 		return h.fd, func() {}, nil
 	}
-	g, err := os.OpenFile(filepath.Join(n.disk.root, n.rel()), os.O_WRONLY, 0)
+	// Read too: a truncation saves what it cuts off.
+	g, err := os.OpenFile(filepath.Join(n.disk.root, n.rel()), os.O_RDWR, 0)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -107,6 +107,12 @@ func TestThroughTheKernel(t *testing.T) {
 	_, err = w.WriteAt([]byte("XXXXXXXXXX"), 0)
 	must(err)
 	must(w.Close())
+	// A durable file rewritten by a shell's `>`: open with O_TRUNC, which
+	// the kernel may send as a truncation with no open file.
+	must(os.WriteFile(at("myid"), []byte("1"), 0o644))
+	fsyncPath(t, at("myid"))
+	fsyncPath(t, mnt)
+	must(os.WriteFile(at("myid"), []byte("2"), 0o644))
 	// A file created and never made durable at all.
 	must(os.WriteFile(at("scratch"), []byte("gone"), 0o644))
 	must(f.Close())
@@ -149,6 +155,9 @@ func TestThroughTheKernel(t *testing.T) {
 	}
 	if db, err := os.ReadFile(at("db")); err != nil || string(db) != "durable" {
 		t.Fatalf("db holds %q (%v) after the cut, want what was fsynced", db, err)
+	}
+	if id, err := os.ReadFile(at("myid")); err != nil || string(id) != "1" {
+		t.Fatalf("myid holds %q (%v) after the cut, want what was fsynced", id, err)
 	}
 	if _, err := os.Stat(at("scratch")); !os.IsNotExist(err) {
 		t.Fatalf("a file never made durable survived the cut: %v", err)

@@ -35,7 +35,9 @@ func (r *run) onDisk() bool {
 // capability to cut links; for a clock fault, the servers that read the
 // wall clock started under the clock shim with its offset file at zero;
 // for a power loss, the data directories served from the lockbench disk,
-// whose FUSE mount needs /dev/fuse and SYS_ADMIN in those nodes alone.
+// whose FUSE mount needs /dev/fuse and SYS_ADMIN in those nodes alone, and
+// the lockbench binary, whose agent serves the disk, in nodes whose image
+// does not hold it.
 func (r *run) fitForFaults(services []backends.Service) []backends.Service {
 	services = slices.Clone(services)
 	for i := range services {
@@ -49,6 +51,12 @@ func (r *run) fitForFaults(services []backends.Service) []backends.Service {
 			n.Cmd = nemesis.OnDisk(n.Cmd, dir, r.cluster.RunID()+"-"+n.Name)
 			n.Caps = append(slices.Clone(n.Caps), "SYS_ADMIN")
 			n.Devices = append(n.Devices, "/dev/fuse")
+			if services[i].Image != "" {
+				// The disk's agent is this binary, which an image of
+				// another kind does not hold: that image is built once
+				// for every binary, and only these runs need it.
+				n.Copy = map[string]string{"/usr/local/bin/lockbench": r.opts.Binary}
+			}
 		}
 	}
 	return services
