@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -211,6 +212,9 @@ func Inapplicable(b Backend, cfg *config.Config, fault string) string {
 	}
 	if need := k.Needs(Topology(b.Layout(cfg))); need != "" {
 		return b.Name() + " " + need
+	}
+	if k.Point != "" && b.Locks() && !slices.Contains(FailpointsOf(b), k.Point) {
+		return fmt.Sprintf("%s's clients never reach failpoint %s, where %s strikes", b.Name(), k.Point, fault)
 	}
 	return ""
 }

@@ -60,8 +60,21 @@ func TestEveryFaultIsDecidedForEveryBackend(t *testing.T) {
 		t.Errorf("failover on redis: %q", why)
 	}
 	for _, f := range nemesis.Names() {
-		if why := Inapplicable(Sentinel{}, &cfg, f); why != "" {
+		if why := Inapplicable(Sentinel{}, &cfg, f); why != "" && f != nemesis.ReplyLost {
 			t.Errorf("%s on redis-sentinel: %q", f, why)
+		}
+	}
+	// A fault that strikes at a point of its own applies where clients
+	// pass it, and only there.
+	for _, c := range []struct {
+		b     Backend
+		fault string
+		want  bool
+	}{{ZooKeeper{}, nemesis.ReplyLost, true}, {Redis{}, nemesis.ReplyLost, false}, {Etcd{}, nemesis.ReplyLost, false},
+		{Redis{}, nemesis.SlowRelease, true}, {ZooKeeper{}, nemesis.SlowRelease, false}, {Postgres{}, nemesis.SlowRelease, false}} {
+		why := Inapplicable(c.b, &cfg, c.fault)
+		if (why == "") != c.want || (!c.want && !strings.Contains(why, "never reach failpoint")) {
+			t.Errorf("%s on %s: %q, want applicable %v", c.fault, c.b.Name(), why, c.want)
 		}
 	}
 }

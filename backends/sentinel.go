@@ -105,3 +105,9 @@ func sentinelNode(name string) Service {
 		Sentinel: true,
 	}
 }
+
+// Variants implements Mutant: the variants are Redis's, tested there.
+func (Sentinel) Variants() []Variant { return nil }
+
+// Failpoints implements Mutant: its clients are Redis's.
+func (Sentinel) Failpoints() []string { return Redis{}.Failpoints() }

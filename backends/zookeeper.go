@@ -181,7 +181,17 @@ func (ZooKeeper) Lease(ttl int64) checkers.Lease {
 }
 
 // Client implements Backend.
-func (ZooKeeper) Client(s Spec, trace locks.Trace, _ locks.Failpoint, _ *rand.Rand) (Client, error) {
+func (ZooKeeper) Client(s Spec, trace locks.Trace, fp locks.Failpoint, _ *rand.Rand) (Client, error) {
 	return Client{Lock: locks.NewZooKeeper(locks.ZooKeeperConfig{Servers: s.LockAddrs, Dir: "/lockbench/lock/" + s.Key,
-		Owner: s.Process, TTL: s.TTL.D(), Trace: trace})}, nil
+		Owner: s.Process, TTL: s.TTL.D(), Trace: trace, Failpoint: fp, Variant: s.Variant})}, nil
 }
+
+// Variants implements Mutant.
+func (ZooKeeper) Variants() []Variant {
+	return []Variant{
+		{locks.CreateRetry, "creates its sequential znode again after a lost connection, without a protected name to find the first by"},
+	}
+}
+
+// Failpoints implements Mutant.
+func (ZooKeeper) Failpoints() []string { return []string{locks.FailReplyHeld} }

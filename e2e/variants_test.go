@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -43,7 +44,8 @@ func TestVariants(t *testing.T) {
 			if m.Survives != "" {
 				t.Skipf("%s survives every fault this build has: %s", m.Variant, m.Survives)
 			}
-			v := variantRun(t, append(append([]string{"run"}, common...), m.Args(m.Variant)...), m.Variant == locks.SetNXExpire)
+			inCluster := clusterChecks[m.Variant]
+			v := variantRun(t, append(append([]string{"run"}, common...), m.Args(m.Variant)...), inCluster.variant)
 			if v.exit != 1 {
 				t.Errorf("%s: exit %d, want 1 (invalid)", m.Variant, v.exit)
 			}
@@ -55,7 +57,7 @@ func TestVariants(t *testing.T) {
 				pooledOnce(t, v.dir)
 			}
 
-			c := variantRun(t, append(append([]string{"run"}, common...), m.Args("correct")...), false)
+			c := variantRun(t, append(append([]string{"run"}, common...), m.Args("correct")...), inCluster.control)
 			if c.exit != 0 {
 				t.Errorf("control: exit %d, want 0 (valid)", c.exit)
 			}
@@ -64,20 +66,30 @@ func TestVariants(t *testing.T) {
 	}
 }
 
+// clusterCheck reads, in the containers a run left running, what the
+// fault and the client made of the lock service.
+type clusterCheck func(t *testing.T, cli *client.Client, r result, cs []container.Summary)
+
+// clusterChecks are the variants whose damage, or whose control's lack of
+// it, is also read from inside the cluster after the run.
+var clusterChecks = map[string]struct{ variant, control clusterCheck }{
+	locks.SetNXExpire: {variant: keyWithoutExpiry},
+	locks.CreateRetry: {variant: sessionZnodes(true), control: sessionZnodes(false)},
+}
+
 // variantRun runs lockbench and checks that it left nothing behind. With
-// leave, the run must have left a Redis whose lock key has no expiry, the
-// lock setnx-expire leaves when its client is killed between SETNX and
-// EXPIRE, and the killed client's container must have died of SIGKILL.
-func variantRun(t *testing.T, args []string, leave bool) result {
+// a check, the run leaves its cluster running for the check to read, and
+// it is removed after.
+func variantRun(t *testing.T, args []string, check clusterCheck) result {
 	t.Helper()
-	if leave {
+	if check != nil {
 		args = append(args, "--leave-running")
 	}
 	r := lockbench(t, nil, args...)
 	if r.runID == "" {
 		t.Fatalf("no run started: %s", r.stderr)
 	}
-	if !leave {
+	if check == nil {
 		assertNothingLeft(t, r.runID)
 		return r
 	}
@@ -98,6 +110,17 @@ func variantRun(t *testing.T, args []string, leave bool) result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	check(t, cli, r, cs)
+	return r
+}
+
+// keyWithoutExpiry: the run must have left a Redis whose lock key has no
+// expiry, the lock setnx-expire leaves when its client is killed between
+// SETNX and EXPIRE, and the killed client's container must have died of
+// SIGKILL.
+func keyWithoutExpiry(t *testing.T, cli *client.Client, r result, cs []container.Summary) {
+	t.Helper()
+	ctx := context.Background()
 	killed := killedClients(t, r.dir)
 	sigkilled := 0
 	for _, c := range cs {
@@ -121,7 +144,64 @@ func variantRun(t *testing.T, args []string, leave bool) result {
 	if sigkilled == 0 {
 		t.Errorf("no container of the clients %v the nemesis killed", killed)
 	}
-	return r
+}
+
+// zkTxn is a transaction of a ZooKeeper member's log, as TxnLogToolkit
+// prints it: the session, and a create, delete or closeSession of a
+// contender's znode.
+var zkTxn = regexp.MustCompile(`session (0x[0-9a-f]+) cxid \S+ zxid \S+ (create|delete|closeSession) '?(/lockbench/lock/[^,\s]+)?`)
+
+// sessionZnodes reads the ensemble's transaction log, which every member
+// keeps whole, and replays each session's contender znodes: with orphan,
+// some session must have held two at once (the create whose reply was
+// lost, and the one the variant made again behind it), which the recipe
+// never does; without, none may have.
+func sessionZnodes(orphan bool) clusterCheck {
+	return func(t *testing.T, cli *client.Client, r result, cs []container.Summary) {
+		t.Helper()
+		var member string
+		for _, c := range cs {
+			if c.Labels["lockbench.role"] == "zookeeper" {
+				member = c.ID
+				break
+			}
+		}
+		if member == "" {
+			t.Fatal("no ZooKeeper member left running")
+		}
+		log := execIn(t, cli, member, "sh", "-c", "for f in $(ls /var/lib/zookeeper/version-2/log.* | sort); do "+
+			"java -cp /usr/share/java/zookeeper.jar org.apache.zookeeper.server.persistence.TxnLogToolkit $f; done")
+		live := map[string]map[string]bool{} // session → its znodes
+		most, creates := 0, 0
+		for _, m := range zkTxn.FindAllStringSubmatch(log, -1) {
+			session, op, znode := m[1], m[2], m[3]
+			switch {
+			case op == "create" && znode != "" && strings.Contains(znode, "/lock-"):
+				creates++
+				if live[session] == nil {
+					live[session] = map[string]bool{}
+				}
+				live[session][znode] = true
+				most = max(most, len(live[session]))
+			case op == "delete":
+				for _, zs := range live {
+					delete(zs, znode)
+				}
+			case op == "closeSession":
+				delete(live, session)
+			}
+		}
+		if creates == 0 {
+			t.Fatalf("no contender's create in the transaction log:\n%s", log)
+		}
+		t.Logf("transaction log: %d contenders' creates, at most %d znodes of one session at once", creates, most)
+		if orphan && most < 2 {
+			t.Errorf("no session held two contender znodes at once: no orphan of a lost reply in the ensemble")
+		}
+		if !orphan && most > 1 {
+			t.Errorf("a session held %d contender znodes at once: the correct client left an orphan", most)
+		}
+	}
 }
 
 // struck checks that the fault struck the run: the history records it
@@ -137,8 +217,8 @@ func struck(t *testing.T, dir, fault, failpoint string) {
 		t.Fatal(err)
 	}
 	point := failpoint
-	if fault == nemesis.SlowRelease {
-		point = locks.FailBeforeDelete
+	if k, ok := nemesis.Lookup(fault); ok && k.Point != "" {
+		point = k.Point
 	}
 	hits := 0
 	for _, e := range events {

@@ -57,10 +57,11 @@ type Trace interface {
 }
 
 // Failpoint is called by a client when it reaches a named point of its
-// code, and returns when the client may go on: the nemesis arms one to
-// strike a client in a window one round trip wide, which random timing
-// would almost never hit. A nil Failpoint lets every point pass.
-type Failpoint func(point string)
+// code, and returns when the client may go on, reporting whether it was
+// held there: the nemesis arms one to strike a client in a window one
+// round trip wide, which random timing would almost never hit. A nil
+// Failpoint lets every point pass.
+type Failpoint func(point string) (held bool)
 
 // Points in the lock clients' code that a Failpoint can hold.
 const (
@@ -72,13 +73,17 @@ const (
 	// deletes the key is about to be sent; in get-del-release, after the
 	// GET that found the key still its own.
 	FailBeforeDelete = "before-delete"
+	// FailReplyHeld: the service's reply to a request that changed it (in
+	// ZooKeeper's recipe, the create of the contender's znode) has reached
+	// the client's socket and is held there unread. A client held there
+	// loses the reply: when it goes on, its connection resets, as when a
+	// link fails after the request was delivered and applied.
+	FailReplyHeld = "reply-held"
 )
 
-// hold stops at point when f says so.
-func (f Failpoint) hold(point string) {
-	if f != nil {
-		f(point)
-	}
+// hold stops at point when f says so, and reports whether it did.
+func (f Failpoint) hold(point string) bool {
+	return f != nil && f(point)
 }
 
 // now reads t's clock, or 0 without a Trace.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"path"
 	"slices"
 	"strconv"
@@ -25,6 +26,10 @@ type ZooKeeperConfig struct {
 	// configured to grant exactly it (minSessionTimeout = maxSessionTimeout).
 	TTL   time.Duration
 	Trace Trace
+	// Failpoint, when set, may hold the client at FailReplyHeld.
+	Failpoint Failpoint
+	// Variant is "" or config's correct for the recipe, else CreateRetry.
+	Variant string
 }
 
 // ZooKeeperHeartbeats is how many requests a session sends per TTL to prove
@@ -67,6 +72,9 @@ type zkSession struct {
 	once    sync.Once
 	// done is closed when the heartbeat loop has returned.
 	done chan struct{}
+
+	// tap sees the session's frames, for FailReplyHeld.
+	tap *zkTap
 
 	mu   sync.Mutex
 	sent int64
@@ -132,14 +140,18 @@ func (z *ZooKeeper) liveSession(ctx context.Context) (*zkSession, error) {
 		z.session = nil
 		z.end(old)
 	}
-	s := &zkSession{lost: make(chan struct{}), done: make(chan struct{})}
+	s := &zkSession{lost: make(chan struct{}), done: make(chan struct{}), tap: &zkTap{fp: z.cfg.Failpoint}}
 	connected := make(chan struct{})
 	var once sync.Once
 	// The session's creation is its first proof: the ensemble started the
 	// session's timeout after it received the request, sent after now.
 	sent := now(z.cfg.Trace)
-	conn, events, err := zk.Connect(z.cfg.Servers, z.cfg.TTL,
-		zk.WithLogger(log.New(io.Discard, "", 0)),
+	// The library's own dialer, unless the nemesis may arm FailReplyHeld.
+	dial := zk.Dialer(net.DialTimeout)
+	if z.cfg.Failpoint != nil {
+		dial = s.tap.dial
+	}
+	conn, events, err := zk.Connect(z.cfg.Servers, z.cfg.TTL, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithDialer(dial),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {
 				return
@@ -148,6 +160,10 @@ func (z *ZooKeeper) liveSession(ctx context.Context) (*zkSession, error) {
 			case zk.StateHasSession:
 				once.Do(func() { close(connected) })
 			case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+				if ev.State == zk.StateDisconnected && z.cfg.Variant == CreateRetry {
+					// The variant rides out a disconnection (CreateRetry).
+					break
+				}
 				// Before the session exists a disconnection is only a
 				// failed dial, which the library retries.
 				select {
@@ -242,7 +258,11 @@ func (z *ZooKeeper) Acquire(ctx context.Context) (Lease, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
 	}
 	sent := now(z.cfg.Trace)
-	me, err := s.conn.Create(z.cfg.Dir+"/lock-", []byte(z.cfg.Owner), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	create := z.create
+	if z.cfg.Variant == CreateRetry {
+		create = z.createRetrying
+	}
+	me, err := create(s)
 	if err != nil {
 		// A create lost with the connection may have been applied: its
 		// znode would wait in line, so the session must go.
@@ -263,6 +283,12 @@ func (z *ZooKeeper) Acquire(ctx context.Context) (Lease, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnknown, err)
 	}
 	return &zkLease{z: z, s: s, path: me, token: token}, nil
+}
+
+// create makes the contender's ephemeral sequential znode.
+func (z *ZooKeeper) create(s *zkSession) (string, error) {
+	s.tap.expectCreate()
+	return s.conn.Create(z.cfg.Dir+"/lock-", []byte(z.cfg.Owner), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 }
 
 // wait blocks until me is the lowest of the lock's children and returns

@@ -48,23 +48,23 @@ func ParseHit(line []byte) (string, bool) {
 
 // Hold is the worker's side of a failpoint: at point, when the nemesis
 // armed it in this container, it says so through say (which prints
-// HitLine) and waits until disarmed. It costs one failed open per point
-// when nothing is armed.
-func Hold(point string, say func(line string)) {
+// HitLine) and waits until disarmed. It reports whether it held. It costs
+// one failed open per point when nothing is armed.
+func Hold(point string, say func(line string)) bool {
 	armed, err := os.ReadFile(armedFile)
 	if err != nil || strings.TrimSpace(string(armed)) != point {
-		return
+		return false
 	}
 	// A worker that cannot show it is held must not hold: the nemesis
 	// would not find it and the client would wait for nothing.
 	if err := os.WriteFile(hitFile, []byte(point), 0o644); err != nil {
-		return
+		return false
 	}
 	say(HitLine(point))
 	for {
 		time.Sleep(holdPoll)
 		if _, err := os.Stat(armedFile); errors.Is(err, os.ErrNotExist) {
-			return
+			return true
 		}
 	}
 }

@@ -145,3 +145,36 @@ func TestSlowRelease(t *testing.T) {
 		t.Errorf("slow-release on a lockless backend: %q", why)
 	}
 }
+
+// reply-lost strikes the first client to hold a reply at reply-held and
+// lets it go on at once, disarmed, with no signal: the client itself drops
+// the reply. It lasts nothing, and its heal is safe to repeat.
+func TestReplyLost(t *testing.T) {
+	c := &armCluster{armed: map[string]string{}, hit: map[string]string{}}
+	h := &hitHolders{c: c, client: "c2"}
+	f := replyLostKind.New(context.Background(), Env{Cluster: c, Holders: h, Topology: Topology{Clients: []string{"c1", "c2"}}})
+	inj, err := f.Inject(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inj.Shape != "failpoint reply-held" || !slices.Equal(inj.Targets, []string{"c2"}) || len(c.sent) != 0 {
+		t.Errorf("injection %+v, signals %v", inj, c.sent)
+	}
+	if !slices.Contains(c.execs, "c2: cat "+hitFile) {
+		t.Errorf("the hit was not read back from c2's container: %v", c.execs)
+	}
+	if len(c.armed) != 0 {
+		t.Errorf("still armed after the strike, so the client still holds its reply: %v", c.armed)
+	}
+	if l, ok := f.(Lasting); !ok || l.Lasts(time.Minute) != 0 {
+		t.Error("a lost reply lasts")
+	}
+	for range 2 {
+		if err := f.Heal(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if replyLostKind.Point != "reply-held" || !ArmsPoints([]string{"pause", ReplyLost}) || ArmsPoints([]string{"pause", "kill"}) {
+		t.Errorf("reply-lost's point %q, or ArmsPoints, is wrong", replyLostKind.Point)
+	}
+}

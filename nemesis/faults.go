@@ -46,6 +46,9 @@ type Kind struct {
 	// Strikes is set when the fault acts on one client and can wait for it
 	// at a failpoint (--failpoint) instead of taking the holder.
 	Strikes bool
+	// Point, when set, is the failpoint the fault always strikes at: a
+	// lock service whose clients never pass it cannot take the fault.
+	Point string
 }
 
 // Kinds are the faults this build knows, in the order they are healed:
@@ -55,6 +58,7 @@ var Kinds = []Kind{
 	pauseKind,
 	killClientKind,
 	slowReleaseKind,
+	replyLostKind,
 	pauseNodeKind,
 	killKind,
 	powerLossKind,
@@ -92,6 +96,18 @@ func Build(ctx context.Context, names []string, e Env) []Fault {
 		}
 	}
 	return faults
+}
+
+// ArmsPoints reports whether any fault named in names strikes at a
+// failpoint of its own, so that the clients must let the nemesis arm
+// their failpoints.
+func ArmsPoints(names []string) bool {
+	for _, k := range Kinds {
+		if k.Point != "" && slices.Contains(names, k.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // needsNodes is the need of every fault that acts on the lock service's

@@ -8,7 +8,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 )
 
-var slowReleaseKind = Kind{Name: SlowRelease, Outlived: true,
+var slowReleaseKind = Kind{Name: SlowRelease, Outlived: true, Point: locks.FailBeforeDelete,
 	Needs: needsLock(SlowRelease, "no release to delay"),
 	New: func(_ context.Context, e Env) Fault {
 		return &SlowReleaseFault{s: striker{cluster: e.Cluster, holders: e.Holders, clients: e.Topology.Clients, point: locks.FailBeforeDelete}}

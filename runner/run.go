@@ -389,7 +389,7 @@ func (r *run) workerCmd(name string, seed int64) ([]string, error) {
 		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
 		Work: r.cfg.Work, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
 		PgLock: r.cfg.PgLock, Variant: r.cfg.Variant, OnLockError: r.cfg.OnLockError,
-		Failpoints: r.cfg.Failpoint != "" || r.cfg.Has(nemesis.SlowRelease),
+		Failpoints: r.cfg.Failpoint != "" || nemesis.ArmsPoints(r.cfg.Nemesis),
 	}.Encode()
 	if err != nil {
 		return nil, err

@@ -66,8 +66,8 @@ func newWorkerCmd() *cobra.Command {
 			}
 			var fp locks.Failpoint
 			if spec.Failpoints {
-				fp = func(point string) {
-					nemesis.Hold(point, func(line string) {
+				fp = func(point string) bool {
+					return nemesis.Hold(point, func(line string) {
 						mu.Lock()
 						defer mu.Unlock()
 						fmt.Println(line)

@@ -57,7 +57,7 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&t.cfg.Variant, "variant", config.Correct, "lock client: "+config.Correct+", or a known-broken variant of the backend's client (see the README's variants table)")
 	f.StringVar(&t.cfg.Failpoint, "failpoint", "", "strike clients at this point of their code instead of at random moments (pause, kill-client): "+
 		workloads.FailSection+" (read done, work ahead), "+locks.FailAcquired+" (lock granted, Acquire not returned), "+
-		locks.FailBeforeDelete+" (releasing, delete not sent)")
+		locks.FailBeforeDelete+" (releasing, delete not sent), "+locks.FailReplyHeld+" (ZooKeeper: the reply to the contender's create held unread, then lost)")
 	f.StringVar(&t.cfg.OnLockError, "on-lock-error", config.FailClosed, "when the lock service cannot be reached: closed (skip the section) or open (write without the lock)")
 	f.DurationVar(&t.opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
