@@ -3,6 +3,7 @@ package backends
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
@@ -126,6 +127,27 @@ func TestPostgresTTLMapping(t *testing.T) {
 		cfg := config.Config{TTL: config.Duration(2e9), Store: store, Fence: "none", Nodes: 5}
 		if err := (Postgres{}).Check(&cfg); err != nil || cfg.PgLock != mode || cfg.Nodes != 0 {
 			t.Errorf("store %s: %v, lock %q, nodes %d", store, err, cfg.PgLock, cfg.Nodes)
+		}
+	}
+}
+
+// ZooKeeper's members keep their data on the lockbench disk and fsync
+// their log only in power-loss runs; elsewhere fsync would only time the
+// overlay's disk.
+func TestZooKeeperFsyncsForPowerLoss(t *testing.T) {
+	for _, c := range []struct {
+		nemesis []string
+		want    string
+	}{{[]string{"pause"}, "forceSync=no"}, {[]string{"pause", nemesis.PowerLossFault}, "forceSync=yes"}} {
+		cfg := config.Config{TTL: config.Duration(time.Second), Nemesis: c.nemesis}
+		l := ZooKeeper{}.Layout(&cfg)
+		for _, s := range l.Services {
+			if cmd := strings.Join(s.Node.Cmd, " "); !strings.Contains(cmd, c.want) || s.DataDir != zkDataDir {
+				t.Errorf("%v: %s runs %q with data in %q, want %s in %s", c.nemesis, s.Node.Name, cmd, s.DataDir, c.want, zkDataDir)
+			}
+		}
+		if len(Topology(l).Disks) != 3 {
+			t.Errorf("%v: disks %v, want the three members", c.nemesis, Topology(l).Disks)
 		}
 	}
 }
