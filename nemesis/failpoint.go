@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -136,4 +138,59 @@ func (s *striker) disarmSome(ctx context.Context, set map[string]bool) error {
 		_, err := s.cluster.Exec(ctx, n, "rm", "-f", armedFile, hitFile)
 		return err
 	})
+}
+
+// pointFault is a fault that strikes at a failpoint of its own
+// (Kind.Point): it holds the first client to reach the point there until
+// healed, or, when reaching the point is the whole of the damage (a reply
+// lost), lets it go on as soon as it is proven held.
+type pointFault struct {
+	name, shape string
+	goOn        bool
+
+	mu sync.Mutex
+	s  striker
+}
+
+func newPointFault(name, shape string, goOn bool, e Env, point string) *pointFault {
+	return &pointFault{name: name, shape: shape, goOn: goOn,
+		s: striker{cluster: e.Cluster, holders: e.Holders, clients: e.Topology.Clients, point: point}}
+}
+
+// Name implements Fault.
+func (f *pointFault) Name() string { return f.name }
+
+// Lasts implements Lasting: a fault that lets its client go on at once is
+// over when it struck; what the client then did is what the run is there
+// to see.
+func (f *pointFault) Lasts(scheduled time.Duration) time.Duration {
+	if f.goOn {
+		return 0
+	}
+	return scheduled
+}
+
+// Inject implements Fault.
+func (f *pointFault) Inject(ctx context.Context, _ *rand.Rand) (Injection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &f.s
+	target, _, err := strikeOrHolder(ctx, &s, f.s.cluster, f.s.holders, f.s.clients, f.s.point)
+	if err != nil {
+		return Injection{}, err
+	}
+	if f.goOn {
+		if err := f.s.disarm(ctx); err != nil {
+			return Injection{}, err
+		}
+	}
+	return Injection{Shape: f.shape, Targets: []string{target}}, nil
+}
+
+// Heal implements Fault: a client still held goes on; one armed and not
+// reached is disarmed.
+func (f *pointFault) Heal(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s.disarm(ctx)
 }

@@ -130,6 +130,10 @@ func newMatrixCmd() *cobra.Command {
 				if shard != nil {
 					return fail(exitUsage, fmt.Errorf("--preset %s runs on one machine: it cannot go with --shard", preset))
 				}
+				if cmd.Flags().Changed("backends") {
+					// The preset of the backends asked for alone.
+					exp.Mutants = slices.DeleteFunc(exp.Mutants, func(m matrix.Mutant) bool { return !slices.Contains(axes.Backends, m.Backend) })
+				}
 				if cells, err = matrix.Mutants(exp, base); err != nil {
 					return fail(exitUsage, err)
 				}
@@ -223,7 +227,7 @@ func newMatrixCmd() *cobra.Command {
 	f.StringVar(&shardFlag, "shard", "", "run only shard I/N of the grid's cells (balanced by estimated time; needs --seed); join the shards with matrix merge")
 	f.BoolVar(&dryRun, "dry-run", false, "list the cells and their expectations, run nothing")
 	f.StringVar(&preset, "preset", "", "instead of the axes' grid, run a preset: "+matrix.PresetMutants+
-		" (every known-broken client variant under the fault that exposes it, beside the correct client with --check-lease as its control; expectations.yaml's mutants)")
+		" (every known-broken client variant under the fault that exposes it, beside the correct client with --check-lease as its control; expectations.yaml's mutants; with --backends, only those backends' entries)")
 	t.add(f)
 	completeFlags(cmd)
 	if err := f.Set("time-limit", "20s"); err != nil {
