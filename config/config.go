@@ -36,6 +36,21 @@ const DefaultStore = "lockbench"
 // NoFault is the nemesis of a run without faults.
 const NoFault = "none"
 
+// Combine joins faults into one item of a list of them: `matrix --nemeses
+// pause+partition,kill` makes two cells, the first running both faults,
+// as `run --nemesis pause+partition` (the same as `pause,partition`) is
+// one run with both.
+const Combine = "+"
+
+// SplitFaults spreads the combinations among faults into one fault each.
+func SplitFaults(faults []string) []string {
+	var out []string
+	for _, f := range faults {
+		out = append(out, strings.Split(f, Combine)...)
+	}
+	return out
+}
+
 // Config is what a user chooses for a run; it is stored in test.json.
 type Config struct {
 	Backend         string      `json:"backend"`
@@ -115,6 +130,7 @@ func (c *Config) Check() error {
 	if !slices.Contains(Workloads, c.Workload) {
 		return Usage("unknown workload %q (want one of %s)", c.Workload, strings.Join(Workloads, ", "))
 	}
+	c.Nemesis = SplitFaults(c.Nemesis)
 	if len(c.Nemesis) == 0 {
 		c.Nemesis = []string{NoFault}
 	}
@@ -219,12 +235,12 @@ func (c *Config) CheckTimes() error {
 // TestName names the test for the results tree, e.g. redis-counter-pause-fence-none.
 func (c *Config) TestName() string {
 	if c.Variant != "" && c.Variant != Correct {
-		return fmt.Sprintf("%s-%s-%s-%s-fence-%s", c.Backend, c.Variant, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
+		return fmt.Sprintf("%s-%s-%s-%s-fence-%s", c.Backend, c.Variant, c.Workload, strings.Join(c.Nemesis, Combine), c.Fence)
 	}
 	if c.Store != DefaultStore {
-		return fmt.Sprintf("%s-%s-%s-store-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Store)
+		return fmt.Sprintf("%s-%s-%s-store-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, Combine), c.Store)
 	}
-	return fmt.Sprintf("%s-%s-%s-fence-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, "+"), c.Fence)
+	return fmt.Sprintf("%s-%s-%s-fence-%s", c.Backend, c.Workload, strings.Join(c.Nemesis, Combine), c.Fence)
 }
 
 // Faulted reports whether the run asks for any fault.

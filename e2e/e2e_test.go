@@ -388,6 +388,10 @@ func TestBadInput(t *testing.T) {
 		{"idle failpoint", nil, []string{"run", "--failpoint", "acquired", "--nemesis", "kill"}, 254, "needs a fault"},
 		{"bad on-lock-error", nil, []string{"run", "--on-lock-error", "ajar"}, 254, "--on-lock-error"},
 		{"unknown preset", nil, []string{"matrix", "--preset", "everything"}, 254, "--preset"},
+		{"unknown combined fault", nil, []string{"run", "--nemesis", "pause+wobble"}, 254, `unknown nemesis "wobble"`},
+		{"fault twice in a combination", nil, []string{"run", "--nemesis", "pause+pause"}, 254, "asked for twice"},
+		{"unknown fault in a matrix cell", nil, []string{"matrix", "--nemeses", "none,pause+wobble"}, 254, `unknown value "wobble"`},
+		{"reply-lost where no reply is held", nil, []string{"run", "--backend", "redis", "--nemesis", "reply-lost"}, 254, "never reach failpoint reply-held"},
 		{"docker unreachable", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"run", "--time-limit", "5s"}, 255, "docker engine not reachable"},
 	}
 	for _, c := range cases {

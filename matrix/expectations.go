@@ -8,8 +8,12 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lockbench/lockbench/config"
 )
 
 // defaultExpectations are what the literature says of each cell, built into
@@ -90,18 +94,48 @@ func LoadExpectations(path string) (*Expectations, error) {
 }
 
 // For returns what c should give and why; a cell no rule matches may give
-// either verdict.
+// either verdict. A cell that combines faults (pause+partition) expects
+// what its faults' cells expect together (combine), unless a rule names
+// the combination itself.
 func (e *Expectations) For(c Cell) (string, string) {
 	if c.Mutant != nil {
 		return mutantExpectation(c)
 	}
 	expect, reason := ExpectEither, "no rule matches this cell"
+	if faults := strings.Split(c.Nemesis, config.Combine); len(faults) > 1 {
+		var expects, reasons []string
+		for _, f := range faults {
+			one := c
+			one.Nemesis = f
+			x, why := e.For(one)
+			expects, reasons = append(expects, x), append(reasons, f+": "+why)
+		}
+		expect, reason = combine(expects), strings.Join(reasons, "; ")
+	}
 	for _, r := range e.Rules {
-		if r.matches(c) {
+		if r.matches(c) && (r.Nemesis != "" || !strings.Contains(c.Nemesis, config.Combine)) {
 			expect, reason = r.Expect, r.Reason
 		}
 	}
 	return expect, reason
+}
+
+// combine is the expectation of a cell whose faults, each alone, would
+// expect expects. The schedule draws one of them at a time: a fault whose
+// cell expects an anomaly still strikes as often as it takes to find one
+// in a run long enough for it, and the others cannot repair data it broke
+// (invalid); the cell is valid only when every fault's is; otherwise it is
+// chance (either).
+func combine(expects []string) string {
+	if slices.Contains(expects, ExpectInvalid) {
+		return ExpectInvalid
+	}
+	for _, x := range expects {
+		if x != ExpectValid {
+			return ExpectEither
+		}
+	}
+	return ExpectValid
 }
 
 // Digest identifies the rules: shards judged by different expectations

@@ -199,3 +199,41 @@ func TestRunWritesMarkdownAndJUnit(t *testing.T) {
 		t.Errorf("JUnit: %+v", s)
 	}
 }
+
+// A cell that combines faults runs them all in one run, is left out when
+// any of them cannot act, and expects what its faults' cells expect
+// together, unless a rule names the combination.
+func TestCombinedFaults(t *testing.T) {
+	base := config.Config{TTL: config.Duration(2 * time.Second), TimeLimit: config.Duration(10 * time.Second), Concurrency: 2,
+		NemesisInterval: config.Duration(time.Second), FaultDuration: config.Duration(time.Second),
+		OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Second), Nodes: 5}
+	cells, skipped := Grid(Axes{Backends: []string{"redis"}, Workloads: []string{"counter"},
+		Nemeses: []string{"pause+partition", "pause+failover"}, Fences: []string{"none"}, Stores: []string{"lockbench"}}, base)
+	if len(cells) != 1 || cells[0].Nemesis != "pause+partition" || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "Sentinel") {
+		t.Fatalf("cells %v, skipped %v: want pause+partition alone, failover refused on redis", cells, skipped)
+	}
+	if cfg := cells[0].config(base); runner.Validate(&cfg) != nil || strings.Join(cfg.Nemesis, ",") != "pause,partition" {
+		t.Errorf("the cell runs %v, want pause,partition", cfg.Nemesis)
+	}
+	exp := &Expectations{Rules: []Rule{
+		{Expect: ExpectValid, Reason: "default"},
+		{Nemesis: "pause", Fence: "none", Expect: ExpectInvalid, Reason: "stale write"},
+		{Nemesis: "kill", Expect: ExpectEither, Reason: "chance"},
+		{Backend: "cas", Expect: ExpectValid, Reason: "no lock"},
+		{Nemesis: "pause+kill", Fence: "all", Expect: ExpectInvalid, Reason: "named"},
+	}}
+	for _, c := range []struct {
+		nemesis, fence, backend, want string
+	}{
+		{"pause+kill", "none", "redis", ExpectInvalid},    // one fault's anomaly is enough
+		{"pause+partition", "all", "redis", ExpectValid},  // every fault's cell is valid
+		{"kill+partition", "none", "redis", ExpectEither}, // one is chance
+		{"pause+kill", "all", "redis", ExpectInvalid},     // the rule naming the combination
+		{"pause+kill", "none", "cas", ExpectValid},        // a rule without a fault applies to each
+	} {
+		got, why := exp.For(Cell{Backend: c.backend, Workload: "counter", Nemesis: c.nemesis, Fence: c.fence, Store: "lockbench"})
+		if got != c.want || why == "" {
+			t.Errorf("%s %s fence %s: expect %s (%q), want %s", c.backend, c.nemesis, c.fence, got, why, c.want)
+		}
+	}
+}

@@ -35,6 +35,7 @@ func Validate(c *config.Config) error {
 	if !ok {
 		return config.Usage("unknown backend %q (want one of %s)", c.Backend, strings.Join(backends.Names(), ", "))
 	}
+	c.Nemesis = config.SplitFaults(c.Nemesis)
 	for _, n := range c.Nemesis {
 		if !slices.Contains(Nemeses(), n) {
 			return config.Usage("unknown nemesis %q (want one of %s)", n, strings.Join(Nemeses(), ", "))

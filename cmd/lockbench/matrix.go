@@ -112,7 +112,8 @@ func newMatrixCmd() *cobra.Command {
 				values, all []string
 			}{
 				{"--backends", axes.Backends, backends.Names()}, {"--workloads", axes.Workloads, config.Workloads},
-				{"--nemeses", axes.Nemeses, runner.Nemeses()}, {"--fences", axes.Fences, fences},
+				// Each fault of a combination is checked.
+				{"--nemeses", config.SplitFaults(axes.Nemeses), runner.Nemeses()}, {"--fences", axes.Fences, fences},
 				{"--stores", axes.Stores, runner.Stores()},
 			} {
 				for _, v := range a.values {
@@ -215,7 +216,7 @@ func newMatrixCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&axes.Backends, "backends", backends.Names(), "backends to compare")
 	f.StringSliceVar(&axes.Workloads, "workloads", []string{"counter"}, "workloads")
-	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell")
+	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell; faults joined by "+config.Combine+" (pause"+config.Combine+"partition) are one cell running them all")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
 	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend, postgres to the postgres backend)")
 	f.IntVar(&runs, "runs", 1, "runs per cell")
