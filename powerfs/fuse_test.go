@@ -68,6 +68,14 @@ func fsyncPath(t *testing.T, p string) {
 	}
 }
 
+// closeBeforeUnmount closes f, a file on the mount, before the mount goes away
+// when the test stops early: a file the process still holds when it exits
+// is closed by the kernel with a request to the file system, which this
+// very process served, and the exit would wait for the answer for ever.
+func closeBeforeUnmount(t *testing.T, f *os.File) {
+	t.Cleanup(func() { _ = f.Close() })
+}
+
 func TestThroughTheKernel(t *testing.T) {
 	m := mounted(t)
 	d, mnt := m.d, m.dir
@@ -84,6 +92,7 @@ func TestThroughTheKernel(t *testing.T) {
 	fsyncPath(t, mnt)
 	f, err := os.OpenFile(at("appendonlydir/aof"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	must(err)
+	closeBeforeUnmount(t, f)
 	_, err = f.WriteString("*1\r\nSET lock c1\r\n")
 	must(err)
 	must(f.Sync())
@@ -104,6 +113,7 @@ func TestThroughTheKernel(t *testing.T) {
 	fsyncPath(t, mnt)
 	w, err := os.OpenFile(at("db"), os.O_WRONLY, 0)
 	must(err)
+	closeBeforeUnmount(t, w)
 	_, err = w.WriteAt([]byte("XXXXXXXXXX"), 0)
 	must(err)
 	must(w.Close())
