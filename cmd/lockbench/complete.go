@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/config"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/matrix"
@@ -56,11 +56,13 @@ func completeFlags(cmd *cobra.Command) {
 }
 
 // completeList offers values for the item being typed, after any items
-// already given and separated by commas (--nemesis pause,ki → kill).
+// already given and separated by commas, or by config.Combine in a list
+// of faults (--nemesis pause,ki → kill; --nemeses none,pause+ki → kill).
 func completeList(values []string) cobra.CompletionFunc {
+	sep := func(r rune) bool { return r == ',' || string(r) == config.Combine }
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		cut := strings.LastIndex(toComplete, ",") + 1
-		done, typed := strings.Split(toComplete[:cut], ","), toComplete[cut:]
+		cut := strings.LastIndexFunc(toComplete, sep) + 1
+		done, typed := strings.FieldsFunc(toComplete[:cut], sep), toComplete[cut:]
 		var out []string
 		for _, v := range values {
 			if strings.HasPrefix(v, typed) && !slices.Contains(done, v) {

@@ -39,6 +39,7 @@ func TestCompletionValues(t *testing.T) {
 		{[]string{"run", "--failpoint", ""}, "section acquired before-delete reply-held"},
 		{[]string{"run", "--variant", "cr"}, "create-retry"},
 		{[]string{"run", "--nemesis", "r"}, "reply-lost"},
+		{[]string{"matrix", "--nemeses", "none,pause+ki"}, "none,pause+kill-client none,pause+kill"},
 		{[]string{"run", "--on-lock-error", ""}, "closed open"},
 		{[]string{"run", "--variant", "ge"}, "get-del-release"},
 		{[]string{"matrix", "--preset", ""}, "mutants"},
