@@ -76,9 +76,23 @@ type zkSession struct {
 	// tap sees the session's frames, for FailReplyHeld.
 	tap *zkTap
 
+	// id is the session's id. When the ensemble expires a session,
+	// go-zookeeper opens a new one on the same Conn without being asked
+	// and sends the requests still queued on it: an answer proves this
+	// session alive only while the Conn still has its id.
+	id int64
+
 	mu   sync.Mutex
 	sent int64
 }
+
+// same reports whether the Conn still has this session, so that the
+// answer just read came from it.
+func (s *zkSession) same() bool { return s.conn.SessionID() == s.id }
+
+// errReplaced is an answer on the session go-zookeeper opened after this
+// one expired.
+var errReplaced = errors.New("answered on a new session: this one expired")
 
 func (s *zkSession) markLost() { s.once.Do(func() { close(s.lost) }) }
 
@@ -192,6 +206,7 @@ func (z *ZooKeeper) liveSession(ctx context.Context) (*zkSession, error) {
 	// maxSessionTimeout], both set to the TTL, so it grants exactly it.
 	s.timeout = z.cfg.TTL
 	s.sent = sent
+	s.id = conn.SessionID()
 	if err := z.ensureDir(s); err != nil {
 		conn.Close()
 		return nil, err
@@ -237,11 +252,14 @@ func (z *ZooKeeper) heartbeat(s *zkSession) {
 		sent := now(z.cfg.Trace)
 		done := renewing(z.cfg.Trace)
 		_, _, err := s.conn.Exists(z.cfg.Dir)
+		if err == nil && !s.same() {
+			err = errReplaced
+		}
 		switch {
 		case err == nil:
 			s.proved(sent)
 			done(s.timeout, nil)
-		case errors.Is(err, zk.ErrSessionExpired):
+		case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, errReplaced):
 			s.markLost()
 			done(0, fmt.Errorf("%w: heartbeat: %w", ErrNotHeld, err))
 		default:
@@ -263,6 +281,10 @@ func (z *ZooKeeper) Acquire(ctx context.Context) (Lease, error) {
 		create = z.createRetrying
 	}
 	me, err := create(s)
+	if err == nil && !s.same() {
+		// The znode is the new session's, which goes with this one.
+		err = errReplaced
+	}
 	if err != nil {
 		// A create lost with the connection may have been applied: its
 		// znode would wait in line, so the session must go.
@@ -299,6 +321,9 @@ func (z *ZooKeeper) wait(ctx context.Context, s *zkSession, me string) (int64, e
 	for {
 		sent := now(z.cfg.Trace)
 		children, _, err := s.conn.Children(z.cfg.Dir)
+		if err == nil && !s.same() {
+			err = errReplaced
+		}
 		if err != nil {
 			return 0, fmt.Errorf("list contenders: %w", err)
 		}
@@ -311,6 +336,9 @@ func (z *ZooKeeper) wait(ctx context.Context, s *zkSession, me string) (int64, e
 		if i == 0 {
 			sent := now(z.cfg.Trace)
 			ok, st, err := s.conn.Exists(me)
+			if err == nil && !s.same() {
+				err = errReplaced
+			}
 			if err != nil {
 				return 0, fmt.Errorf("read czxid: %w", err)
 			}
