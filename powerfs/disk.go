@@ -312,6 +312,20 @@ func (d *Disk) Rename(dir1, name1, dir2, name2 string, noReplace bool) error {
 	return nil
 }
 
+// lockFile locks the disk, as lock does, and reads the inode and size of
+// the file open as fd; the disk stays locked only when it returns nil.
+func (d *Disk) lockFile(fd int) (uint64, int64, error) {
+	if err := d.lock(); err != nil {
+		return 0, 0, err
+	}
+	ino, size, err := fileSize(fd)
+	if err != nil {
+		d.mu.Unlock()
+		return 0, 0, err
+	}
+	return ino, size, nil
+}
+
 // fileSize is the size of the file open as fd.
 func fileSize(fd int) (uint64, int64, error) {
 	var st unix.Stat_t
@@ -338,14 +352,11 @@ func (c *fileChange) save(fd int, off, end, size int64) error {
 
 // WriteAt writes data at off in the file open as fd.
 func (d *Disk) WriteAt(fd int, data []byte, off int64) (int, error) {
-	if err := d.lock(); err != nil {
-		return 0, err
-	}
-	defer d.mu.Unlock()
-	ino, size, err := fileSize(fd)
+	ino, size, err := d.lockFile(fd)
 	if err != nil {
 		return 0, err
 	}
+	defer d.mu.Unlock()
 	c := d.changingFile(ino, size)
 	if err := c.save(fd, off, off+int64(len(data)), size); err != nil {
 		return 0, err
@@ -358,14 +369,11 @@ func (d *Disk) WriteAt(fd int, data []byte, off int64) (int, error) {
 
 // Truncate sets the size of the file open as fd.
 func (d *Disk) Truncate(fd int, size int64) error {
-	if err := d.lock(); err != nil {
-		return err
-	}
-	defer d.mu.Unlock()
-	ino, cur, err := fileSize(fd)
+	ino, cur, err := d.lockFile(fd)
 	if err != nil {
 		return err
 	}
+	defer d.mu.Unlock()
 	c := d.changingFile(ino, cur)
 	if err := c.save(fd, size, cur, cur); err != nil {
 		return err
@@ -381,14 +389,11 @@ func (d *Disk) Allocate(fd int, mode uint32, off, n int64) error {
 	if mode&^unix.FALLOC_FL_KEEP_SIZE != 0 {
 		return syscall.EOPNOTSUPP
 	}
-	if err := d.lock(); err != nil {
-		return err
-	}
-	defer d.mu.Unlock()
-	ino, cur, err := fileSize(fd)
+	ino, cur, err := d.lockFile(fd)
 	if err != nil {
 		return err
 	}
+	defer d.mu.Unlock()
 	if mode == 0 && off+n > cur {
 		d.changingFile(ino, cur).writes++
 	}

@@ -159,7 +159,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 // fd is the descriptor of the node's open file f, or of the node opened
-// for writing when there is none.
+// to read and write when there is none.
 func (n *node) fd(f fs.FileHandle) (int, func(), error) {
 	if h, ok := f.(*file); ok {
 		return h.fd, func() {}, nil
