@@ -86,9 +86,14 @@ type zkSession struct {
 	sent int64
 }
 
-// same reports whether the Conn still has this session, so that the
-// answer just read came from it.
-func (s *zkSession) same() bool { return s.conn.SessionID() == s.id }
+// own is err, or errReplaced when the answer just read came from a
+// session other than this one: the Conn no longer has its id.
+func (s *zkSession) own(err error) error {
+	if err == nil && s.conn.SessionID() != s.id {
+		return errReplaced
+	}
+	return err
+}
 
 // errReplaced is an answer on the session go-zookeeper opened after this
 // one expired.
@@ -252,9 +257,7 @@ func (z *ZooKeeper) heartbeat(s *zkSession) {
 		sent := now(z.cfg.Trace)
 		done := renewing(z.cfg.Trace)
 		_, _, err := s.conn.Exists(z.cfg.Dir)
-		if err == nil && !s.same() {
-			err = errReplaced
-		}
+		err = s.own(err)
 		switch {
 		case err == nil:
 			s.proved(sent)
@@ -281,10 +284,8 @@ func (z *ZooKeeper) Acquire(ctx context.Context) (Lease, error) {
 		create = z.createRetrying
 	}
 	me, err := create(s)
-	if err == nil && !s.same() {
-		// The znode is the new session's, which goes with this one.
-		err = errReplaced
-	}
+	// A znode of a new session goes with this one.
+	err = s.own(err)
 	if err != nil {
 		// A create lost with the connection may have been applied: its
 		// znode would wait in line, so the session must go.
@@ -321,9 +322,7 @@ func (z *ZooKeeper) wait(ctx context.Context, s *zkSession, me string) (int64, e
 	for {
 		sent := now(z.cfg.Trace)
 		children, _, err := s.conn.Children(z.cfg.Dir)
-		if err == nil && !s.same() {
-			err = errReplaced
-		}
+		err = s.own(err)
 		if err != nil {
 			return 0, fmt.Errorf("list contenders: %w", err)
 		}
@@ -336,9 +335,7 @@ func (z *ZooKeeper) wait(ctx context.Context, s *zkSession, me string) (int64, e
 		if i == 0 {
 			sent := now(z.cfg.Trace)
 			ok, st, err := s.conn.Exists(me)
-			if err == nil && !s.same() {
-				err = errReplaced
-			}
+			err = s.own(err)
 			if err != nil {
 				return 0, fmt.Errorf("read czxid: %w", err)
 			}
