@@ -67,24 +67,35 @@ func (h *holders) Hits() int {
 	return len(h.hits)
 }
 
-// WaitHit implements nemesis.Holders.
-func (h *holders) WaitHit(ctx context.Context, point string, after int) (string, error) {
+// wait blocks until found, called with h.mu held after each change,
+// finds a client, or ctx ends.
+func (h *holders) wait(ctx context.Context, found func() (string, bool)) (string, error) {
 	for {
 		h.mu.Lock()
+		client, ok := found()
 		changed := h.changed
-		for _, x := range h.hits[min(after, len(h.hits)):] {
-			if x.point == point && !h.dead[x.client] {
-				h.mu.Unlock()
-				return x.client, nil
-			}
-		}
 		h.mu.Unlock()
+		if ok {
+			return client, nil
+		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-changed:
 		}
 	}
+}
+
+// WaitHit implements nemesis.Holders.
+func (h *holders) WaitHit(ctx context.Context, point string, after int) (string, error) {
+	return h.wait(ctx, func() (string, bool) {
+		for _, x := range h.hits[min(after, len(h.hits)):] {
+			if x.point == point && !h.dead[x.client] {
+				return x.client, true
+			}
+		}
+		return "", false
+	})
 }
 
 // Live implements nemesis.Holders.
@@ -134,24 +145,17 @@ func (h *holders) observe(e history.Event) {
 // once exclusion is already broken) it picks the first by name, so the
 // choice does not depend on map order.
 func (h *holders) WaitHolder(ctx context.Context) (string, error) {
-	for {
-		h.mu.Lock()
+	return h.wait(ctx, func() (string, bool) {
 		names := make([]string, 0, len(h.held))
 		for n := range h.held {
 			names = append(names, n)
 		}
-		changed := h.changed
-		h.mu.Unlock()
-		if len(names) > 0 {
-			sort.Strings(names)
-			return names[0], nil
+		if len(names) == 0 {
+			return "", false
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-changed:
-		}
-	}
+		sort.Strings(names)
+		return names[0], true
+	})
 }
 
 // WaitGrant implements nemesis.Holders.
@@ -159,17 +163,5 @@ func (h *holders) WaitGrant(ctx context.Context) (string, error) {
 	h.mu.Lock()
 	seen := h.grants
 	h.mu.Unlock()
-	for {
-		h.mu.Lock()
-		grant, grants, changed := h.grant, h.grants, h.changed
-		h.mu.Unlock()
-		if grants > seen {
-			return grant, nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-changed:
-		}
-	}
+	return h.wait(ctx, func() (string, bool) { return h.grant, h.grants > seen })
 }
