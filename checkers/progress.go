@@ -33,7 +33,8 @@ func (c Progress) Check(in Input) Result {
 	r := newResult(c.Name())
 	firstFault := int64(math.MaxInt64)
 	var skipped []string
-	for _, e := range in.History {
+	for i := range in.History {
+		e := &in.History[i]
 		if e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Info && e.Time < firstFault {
 			firstFault = e.Time
 		}
@@ -44,7 +45,8 @@ func (c Progress) Check(in Input) Result {
 	st := c.stall(in)
 	unreachable, unlocked := openCosts(in.History)
 	var before, total int64
-	for _, e := range in.History {
+	for i := range in.History {
+		e := &in.History[i]
 		if e.F == history.Write && e.Type == history.OK && e.Process != history.Nemesis {
 			total++
 			if e.Time < firstFault {
@@ -120,62 +122,78 @@ func (c Progress) stall(in Input) stallResult {
 		return stallResult{}
 	}
 	res := stallResult{judged: true}
-	ends := map[string]int{} // the position of each client's last event
-	for i, e := range in.History {
-		if isClient(e.Process) {
-			ends[e.Process] = i
+	// One state per process, found by one lookup per event, and counts of
+	// those waiting and holding kept as they change: a check of every
+	// client after each event would cost clients × events.
+	type proc struct {
+		end                    int // the position of the client's last event
+		waiting, holding, dead bool
+	}
+	procs := map[string]*proc{}
+	state := func(name string) *proc {
+		p, ok := procs[name]
+		if !ok {
+			p = &proc{end: -1}
+			procs[name] = p
+		}
+		return p
+	}
+	for i := range in.History {
+		if e := &in.History[i]; isClient(e.Process) {
+			state(e.Process).end = i
 		}
 	}
 	var (
-		faults  = map[string]int{}
-		waiting = map[string]bool{}
-		holding = map[string]bool{}
-		dead    = map[string]bool{}
-		open    *stallSpan
+		faults           = map[string]int{}
+		inForce          int // faults with a count above zero
+		waiting, holding int // clients waiting, holding
+		open             *stallSpan
 	)
-	inForce := func() bool {
-		for _, n := range faults {
-			if n > 0 {
-				return true
-			}
-		}
-		return false
+	set := func(p *proc, wait, hold bool) {
+		waiting += b2i(wait) - b2i(p.waiting)
+		holding += b2i(hold) - b2i(p.holding)
+		p.waiting, p.holding = wait, hold
 	}
 	// After each event, a span is open exactly while clients wait, none
 	// holds and no fault is in force.
-	for i, e := range in.History {
+	for i := range in.History {
+		e := &in.History[i]
+		var p *proc
 		switch {
 		case e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Info:
-			faults[e.Fault]++
-			for _, k := range history.Killed(e) {
-				dead[k], waiting[k], holding[k] = true, false, false
+			if faults[e.Fault]++; faults[e.Fault] == 1 {
+				inForce++
+			}
+			for _, k := range history.Killed(*e) {
+				d := state(k)
+				set(d, false, false)
+				d.dead = true
 			}
 		case e.Process == history.Nemesis && e.F == history.Stop && e.Type == history.Invoke:
+			if faults[e.Fault] == 1 {
+				inForce--
+			}
 			faults[e.Fault] = max(0, faults[e.Fault]-1)
-		case !isClient(e.Process) || dead[e.Process]:
+		case !isClient(e.Process):
 			continue
-		case e.F == history.Acquire && e.Type == history.Invoke:
-			waiting[e.Process] = true
-		case e.F == history.Acquire && e.Type == history.OK:
-			waiting[e.Process], holding[e.Process] = false, true
-		case e.F == history.Release && e.Type == history.Invoke:
-			holding[e.Process] = false
-		}
-		if isClient(e.Process) && ends[e.Process] == i {
-			waiting[e.Process], holding[e.Process] = false, false
-		}
-		var waiters []string
-		held := false
-		for p, w := range waiting {
-			if w {
-				waiters = append(waiters, p)
+		default:
+			if p = state(e.Process); p.dead {
+				continue
+			}
+			switch {
+			case e.F == history.Acquire && e.Type == history.Invoke:
+				set(p, true, p.holding)
+			case e.F == history.Acquire && e.Type == history.OK:
+				set(p, false, true)
+			case e.F == history.Release && e.Type == history.Invoke:
+				set(p, p.waiting, false)
+			}
+			if p.end == i {
+				set(p, false, false)
 			}
 		}
-		for _, h := range holding {
-			held = held || h
-		}
 		granted := e.F == history.Acquire && e.Type == history.OK
-		stalled := len(waiters) > 0 && !held && !inForce()
+		stalled := waiting > 0 && holding == 0 && inForce == 0
 		if open != nil && (!stalled || granted) {
 			open.to = e.Time
 			if open.to-open.from > res.longest.to-res.longest.from {
@@ -184,11 +202,24 @@ func (c Progress) stall(in Input) stallResult {
 			open = nil
 		}
 		if stalled && open == nil {
+			var waiters []string
+			for name, p := range procs {
+				if p.waiting {
+					waiters = append(waiters, name)
+				}
+			}
 			slices.Sort(waiters)
 			open = &stallSpan{from: e.Time, waiters: waiters, last: e.Index}
 		}
 	}
 	return res
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // isClient reports whether process is a client's own (not its lease
