@@ -13,7 +13,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
@@ -341,18 +340,19 @@ func (an *analysis) leasePlots(t telemetry) ([]template.HTML, error) {
 					p.Y.Tick.Marker = plot.TickerFunc(logTicks)
 					p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
 				}
+				var ds []*dots
 				for _, s := range c.ss {
 					if len(s.xys) == 0 {
 						continue
 					}
-					dots, err := plotter.NewScatter(s.xys)
+					d, err := newDots(s.xys, rgb(s.color), vg.Points(1.6))
 					if err != nil {
 						return err
 					}
-					dots.GlyphStyle = draw.GlyphStyle{Color: rgb(s.color), Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}}
-					p.Add(dots)
+					p.Add(d)
+					ds = append(ds, d)
 				}
-				svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch)
+				svg, err := renderSVG(p, 6.4*vg.Inch, 2.6*vg.Inch, ds...)
 				if err != nil {
 					return err
 				}
