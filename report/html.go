@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -105,7 +104,7 @@ type eventRow struct {
 
 type keyValue struct{ Key, Value string }
 
-func (an *analysis) writeHTML(w io.Writer) error {
+func (an *analysis) writeHTML(page *bytes.Buffer) error {
 	d := pageData{
 		Title:   cmp.Or(an.test.Name, "lockbench run"),
 		Verdict: cmp.Or(string(an.in.Verdict), "not checked"),
@@ -188,7 +187,16 @@ func (an *analysis) writeHTML(w io.Writer) error {
 	}
 	d.BucketNote = fmt.Sprintf("Buckets of %g s by invocation time (latency) and completion time (throughput); "+
 		"shaded: fault windows.", bucketWidth(an.end))
-	if err := pageTmpl.Execute(w, d); err != nil {
+	// The page is mostly its drawings, tens of megabytes for a long run:
+	// room for them at once spares the copies of a growing buffer.
+	size := len(d.Overview)
+	for _, svgs := range [][]template.HTML{d.Latency, d.Throughput, d.Lease.Plots} {
+		for _, svg := range svgs {
+			size += len(svg)
+		}
+	}
+	page.Grow(size + 1<<20)
+	if err := pageTmpl.Execute(page, d); err != nil {
 		return fmt.Errorf("execute template: %w", err)
 	}
 	return nil
@@ -306,7 +314,7 @@ func (an *analysis) eventRows(linkMarks bool) ([]eventRow, string) {
 		if e.Token != 0 {
 			r.Token = strconv.FormatInt(e.Token, 10)
 		}
-		if s, ok := an.storeReq[e.Req]; ok && e.Type != history.Invoke {
+		if s, ok := an.storeByReq(e.Req); ok && e.Type != history.Invoke {
 			r.Store = fmt.Sprintf("%s (seq %d)", s.Outcome, s.Seq)
 			if s.Outcome == store.Rejected && s.Reason != "" {
 				r.Store += ": " + s.Reason

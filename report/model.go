@@ -127,8 +127,14 @@ type analysis struct {
 	// byIndex maps an event index to its position in the history, when
 	// the indexes are not the positions (a history in time order has
 	// them so, and needs no map: a million-event run's would be large).
-	byIndex  map[int64]int
-	storeReq map[string]*store.Entry
+	byIndex map[int64]int
+	// byReq and bySeq find store entries, and writeReq a write by its
+	// req; they are built on first use (storeByReq, storeBySeq,
+	// writeOfReq): only anomalies and rejections ask, and a
+	// million-event run's would be large.
+	byReq    map[string]*store.Entry
+	bySeq    map[int64]*store.Entry
+	writeReq map[string]*mark
 	sections []checkers.Section
 	rows     []*anomalyRow
 	// incidents come from anomalies; rejections are stale writes the store
@@ -137,23 +143,18 @@ type analysis struct {
 	rejections []*incident
 	// markOf holds, by an event's position in the history, its mark on
 	// the overview; writeAt, by the positions of a write's invocation and
-	// completion, the write; writeReq maps its req to it. Slices, not maps:
-	// a million-event run has a mark for most events.
-	markOf   []markRef
-	writeAt  []*mark
-	writeReq map[string]*mark
-	storeSeq map[int64]*store.Entry
+	// completion, the write. Slices, not maps: a million-event run has a
+	// mark for most events.
+	markOf  []markRef
+	writeAt []*mark
 }
 
 func analyze(in Input) *analysis {
 	an := &analysis{
-		in:       in,
-		lanes:    map[string]*lane{},
-		storeReq: make(map[string]*store.Entry, len(in.Store)),
-		markOf:   make([]markRef, len(in.History)),
-		writeAt:  make([]*mark, len(in.History)),
-		writeReq: map[string]*mark{},
-		storeSeq: make(map[int64]*store.Entry, len(in.Store)),
+		in:      in,
+		lanes:   map[string]*lane{},
+		markOf:  make([]markRef, len(in.History)),
+		writeAt: make([]*mark, len(in.History)),
 	}
 	if len(in.Test) == 0 {
 		an.testErr = fmt.Errorf("no %s", rundir.TestFile)
@@ -172,19 +173,53 @@ func analyze(in Input) *analysis {
 		}
 		an.end = max(an.end, e.Time)
 	}
-	for i := range in.Store {
-		e := &in.Store[i]
-		if _, ok := an.storeReq[e.Req]; !ok {
-			an.storeReq[e.Req] = e
-		}
-		an.storeSeq[e.Seq] = e
-	}
 	an.ops = history.Pair(in.History)
 	an.buildLanes()
 	an.buildFaults()
 	an.sections = checkers.Sections(in.History, in.Key)
 	an.buildIncidents()
 	return an
+}
+
+// storeByReq is the store's first entry for req.
+func (an *analysis) storeByReq(req string) (*store.Entry, bool) {
+	if an.byReq == nil {
+		an.byReq = make(map[string]*store.Entry, len(an.in.Store))
+		for i := range an.in.Store {
+			if e := &an.in.Store[i]; an.byReq[e.Req] == nil {
+				an.byReq[e.Req] = e
+			}
+		}
+	}
+	e, ok := an.byReq[req]
+	return e, ok
+}
+
+// storeBySeq is the store's last entry of sequence number seq.
+func (an *analysis) storeBySeq(seq int64) (*store.Entry, bool) {
+	if an.bySeq == nil {
+		an.bySeq = make(map[int64]*store.Entry, len(an.in.Store))
+		for i := range an.in.Store {
+			an.bySeq[an.in.Store[i].Seq] = &an.in.Store[i]
+		}
+	}
+	e, ok := an.bySeq[seq]
+	return e, ok
+}
+
+// writeOfReq is the write of req on the lanes, nil if none.
+func (an *analysis) writeOfReq(req string) *mark {
+	if an.writeReq == nil {
+		an.writeReq = map[string]*mark{}
+		for _, l := range an.lanes {
+			for i := range l.marks {
+				if m := &l.marks[i]; m.f == history.Write && m.req != "" {
+					an.writeReq[m.req] = m
+				}
+			}
+		}
+	}
+	return an.writeReq[req]
 }
 
 // pos is the position in the history of the event of index idx.
@@ -335,9 +370,6 @@ func (an *analysis) buildLanes() {
 						an.writeAt[i] = m
 					}
 				}
-				if m.req != "" {
-					an.writeReq[m.req] = m
-				}
 			}
 		}
 	}
@@ -486,9 +518,11 @@ func (an *analysis) buildIncidents() {
 			an.incidents = append(an.incidents, row.incident)
 		}
 	}
+	// The section of each event places the linearizable checker's
+	// anomalies; a clean run of a million events has none to place.
 	secOf := map[int64]int{}
-	for i, s := range an.sections {
-		for _, e := range s.Events {
+	for i := 0; len(linear) > 0 && i < len(an.sections); i++ {
+		for _, e := range an.sections[i].Events {
 			secOf[e] = i
 		}
 	}
@@ -570,11 +604,11 @@ func (an *analysis) storeWrite(a checkers.Anomaly, i int) *mark {
 	if len(a.StoreSeqs) <= i {
 		return nil
 	}
-	e, ok := an.storeSeq[a.StoreSeqs[i]]
+	e, ok := an.storeBySeq(a.StoreSeqs[i])
 	if !ok {
 		return nil
 	}
-	return an.writeReq[e.Req]
+	return an.writeOfReq(e.Req)
 }
 
 // maxRejections bounds the fence stories of a valid run.

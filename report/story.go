@@ -121,7 +121,7 @@ func (an *analysis) tellWrite(inc *incident, m *mark) []step {
 	v := m.shown()
 	out := []step{{T: m.call, Text: fmt.Sprintf("%s wrote %s%s", c, v, withToken(m.token)),
 		Seq: []string{fmt.Sprintf("%s->>%s: write %s%s", id, storeID, v, withToken(m.token))}}}
-	e, inLog := an.storeReq[m.req]
+	e, inLog := an.storeByReq(m.req)
 	newer := ""
 	if inLog && e.MaxToken > m.token {
 		newer = fmt.Sprintf("token %d", e.MaxToken)
@@ -402,7 +402,7 @@ func (an *analysis) title(inc *incident) string {
 	if m := inc.write; m != nil {
 		at, newer := m.call, ""
 		stale := false
-		if e, ok := an.storeReq[m.req]; ok {
+		if e, ok := an.storeByReq(m.req); ok {
 			at = e.Time
 			if e.MaxToken > m.token {
 				stale = true
