@@ -255,8 +255,13 @@ func DecodeFile(path string) ([]Event, error) {
 // events in the order it writes them, so its own events keep their order,
 // and with it every pairing of an invocation with its completion.
 func InTimeOrder(events []Event) bool {
+	// A run that ended well wrote its history in time order: checking
+	// that is one pass, while a stable sort of events this large moves
+	// and compares them anyway.
 	changed := !slices.IsSortedFunc(events, byTime)
-	slices.SortStableFunc(events, byTime)
+	if changed {
+		slices.SortStableFunc(events, byTime)
+	}
 	for i := range events {
 		changed = changed || events[i].Index != int64(i)
 		events[i].Index = int64(i)
