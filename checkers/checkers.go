@@ -227,6 +227,19 @@ func (l *reqLinks) resolve(h []history.Event, as []Anomaly) {
 	}
 }
 
+// calls counts the operations of refs that invoke f (lone events
+// included), the most a checker can collect of them: sized up front, what
+// it collects from a long run is not copied again and again as it grows.
+func calls(h []history.Event, refs []history.Ref, f string) int {
+	n := 0
+	for _, o := range refs {
+		if h[o.Call].F == f {
+			n++
+		}
+	}
+	return n
+}
+
 // endOfHistory is the latest time in h: an operation whose outcome is unknown
 // may take effect at any moment up to it.
 func endOfHistory(h []history.Event) int64 {

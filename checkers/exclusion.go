@@ -273,7 +273,8 @@ func staleSummary(counts map[string]int64) string {
 // lease: the granting attempt's send time and every renewal acknowledged
 // while the client held it.
 func gather(l Lease, h []history.Event, end int64) holdings {
-	var hs holdings
+	refs, _ := history.Refs(h)
+	hs := holdings{all: make([]holding, 0, calls(h, refs, history.Acquire)), writes: make([]write, 0, calls(h, refs, history.Write))}
 	open := map[string]int{}
 	// A renewal is credited to the holding its client last had when it
 	// was invoked (a redis or Redlock lease renews only while held; an
@@ -281,7 +282,6 @@ func gather(l Lease, h []history.Event, end int64) holdings {
 	// acquire does not carry itself). A renewal still in flight when the
 	// release is sent may extend the lease past the release.
 	renewing := map[string]int{}
-	refs, _ := history.Refs(h)
 	prove := func(x *holding, sent, ttl, idx int64) {
 		if ttl <= 0 {
 			ttl = l.TTL

@@ -31,9 +31,9 @@ func (c Fence) Check(in Input) Result {
 	r := newResult(c.Name())
 	zero(r.Counts, "acquires", "accepted_writes", "rejected_writes", "rejected_reads", "stale_accepted", "token_order", "duplicate_token")
 	h := in.History
-	var grants []grant
 	var acquires int64
 	ops, _ := history.Refs(h)
+	grants := make([]grant, 0, calls(h, ops, history.Acquire))
 	for _, o := range ops {
 		call, ret := &h[o.Call], &h[o.Ret]
 		if call.F != history.Acquire || o.Lone() || o.Type(h) != history.OK {

@@ -65,6 +65,7 @@ func newLedger(in Input) *ledger {
 	}
 	h := in.History
 	refs, procs := history.Refs(h)
+	l.writes = make([]writeOp, 0, calls(h, refs, history.Write))
 	lastRead := make([]int, procs) // per process, the log position of its last read
 	for p := range lastRead {
 		lastRead[p] = -1

@@ -51,8 +51,11 @@ type Section struct {
 // timed out had no effect on the counter and starts no section.
 func Sections(h []history.Event, key string) []Section {
 	end := endOfHistory(h)
-	var out []Section
 	ops, procs := history.Refs(h)
+	out := make([]Section, 0, calls(h, ops, history.Read))
+	// The sections' events share one array, room for a read and a write
+	// each: one allocation rather than one per section.
+	events := make([]int64, 0, 4*cap(out))
 	open := make([]int, procs) // per process, the index in out of its open section, or -1
 	for p := range open {
 		open[p] = -1
@@ -80,9 +83,9 @@ func Sections(h []history.Event, key string) []Section {
 				Read:   *ret.Value,
 				Call:   call.Time,
 				Return: ret.Time,
-				// Room for the write's two events.
-				Events: append(make([]int64, 0, 4), call.Index, ret.Index),
+				Events: append(events[len(events):len(events):len(events)+4], call.Index, ret.Index),
 			})
+			events = events[:len(events)+4]
 			open[o.Proc] = len(out) - 1
 		case call.F == history.Write && !o.Lone():
 			i := open[o.Proc]
