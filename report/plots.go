@@ -283,11 +283,6 @@ func renderSVG(p *plot.Plot, w, h vg.Length, ds ...*dots) (template.HTML, error)
 	c := vgsvg.New(w, h)
 	p.Draw(draw.New(c))
 	var buf bytes.Buffer
-	n := 0
-	for _, d := range ds {
-		n += len(d.svg)
-	}
-	buf.Grow(n + 64<<10)
 	if _, err := c.WriteTo(&buf); err != nil {
 		return "", fmt.Errorf("render svg: %w", err)
 	}
@@ -296,24 +291,29 @@ func renderSVG(p *plot.Plot, w, h vg.Length, ds ...*dots) (template.HTML, error)
 	if i < 0 {
 		return "", fmt.Errorf("render svg: no <svg> element in the output")
 	}
+	s = s[i:]
 	if len(ds) > 0 {
 		if !bytes.HasSuffix(s, []byte(svgEnd)) {
 			return "", fmt.Errorf("render svg: the drawing does not end with %q", svgEnd)
 		}
 		s = s[:len(s)-len(svgEnd)]
-		for _, d := range ds {
-			s = append(s, d.svg...)
-		}
-		s = append(s, svgEnd...)
+	}
+	n := len(s) + len(svgEnd)
+	for _, d := range ds {
+		n += len(d.svg)
 	}
 	var out strings.Builder
-	out.Grow(len(s) - i)
-	loc := svgSize.FindIndex(s[i:])
-	if loc == nil {
-		out.Write(s[i:])
-	} else {
+	out.Grow(n)
+	if loc := svgSize.FindIndex(s); loc != nil {
 		out.WriteString(`<svg class="plot" width="100%"`)
-		out.Write(s[i+loc[1]:])
+		s = s[loc[1]:]
+	}
+	out.Write(s)
+	if len(ds) > 0 {
+		for _, d := range ds {
+			out.Write(d.svg)
+		}
+		out.WriteString(svgEnd)
 	}
 	return template.HTML(out.String()), nil
 }
