@@ -59,13 +59,15 @@ unit:
 # Benchmarks print benchstat-comparable lines: checkers on generated
 # histories, the check of a generated 10⁶-event run against python3
 # parsing its lines, then bring-up (etcd's also against its own first
-# election), lock cycles, whole runs' overhead by phase and time to first
-# anomaly against their floors (these start containers).
+# election), lock cycles, whole runs' overhead by phase, time to first
+# anomaly and the default grid's wall time against their floors (these
+# start containers; the grid takes about 7 minutes).
 bench: images
 	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
 	go test -run '^$$' -bench 'CheckLongRun' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'BringUp|LockCycles|RunOverhead' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/
+	go test -run '^$$' -bench 'DefaultGrid' -benchtime 1x -timeout 30m ./e2e/
 
 # matrix --parallel 1, 2 and 4 on one grid of expected-valid and
 # expected-invalid cells: wall time against one at a time, detection rate,

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +44,13 @@ type Node struct {
 	// node whose image does not hold it. They go through the engine's API,
 	// so they reach a remote engine too.
 	Copy map[string]string
-	ID   string
+	// Stdin keeps the node's standard input open until Send writes to it:
+	// a node whose command waits there for what is known only later (the
+	// run's epoch, fixed once the lock service is healthy) can be started
+	// beside the service, and pay for its start while the service comes
+	// up, instead of after it.
+	Stdin bool
+	ID    string
 }
 
 // Cluster is the containers of one run on their private network.
@@ -89,7 +97,8 @@ func (c *Cluster) Start(ctx context.Context, n Node) error {
 		devices = append(devices, container.DeviceMapping{PathOnHost: d, PathInContainer: d, CgroupPermissions: "rwm"})
 	}
 	resp, err := c.eng.ContainerCreate(ctx,
-		&container.Config{Image: cmp.Or(n.Image, c.image), Cmd: n.Cmd, Env: n.Env, Hostname: n.Name, Labels: labels},
+		&container.Config{Image: cmp.Or(n.Image, c.image), Cmd: n.Cmd, Env: n.Env, Hostname: n.Name, Labels: labels,
+			OpenStdin: n.Stdin, StdinOnce: n.Stdin},
 		&container.HostConfig{
 			NetworkMode: container.NetworkMode(c.network),
 			CapAdd:      n.Caps,
@@ -147,6 +156,29 @@ func (c *Cluster) copyIn(ctx context.Context, n Node) error {
 		if err != nil {
 			return fmt.Errorf("copy %s into %s:%s: %w", src, n.Name, dst, err)
 		}
+	}
+	return nil
+}
+
+// Send writes data to the standard input of a node started with Stdin and
+// closes it: the node reads data, then end of file.
+func (c *Cluster) Send(ctx context.Context, name string, data []byte) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	att, err := c.eng.ContainerAttach(ctx, n.ID, container.AttachOptions{Stream: true, Stdin: true})
+	if err != nil {
+		return fmt.Errorf("attach to %s: %w", name, err)
+	}
+	defer att.Close()
+	if _, err := att.Conn.Write(data); err != nil {
+		return fmt.Errorf("write to %s: %w", name, err)
+	}
+	// Closing our side ends the attachment, and with StdinOnce the
+	// engine closes the node's standard input after what was written.
+	if err := att.CloseWrite(); err != nil {
+		return fmt.Errorf("write to %s: %w", name, err)
 	}
 	return nil
 }
@@ -289,17 +321,32 @@ func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string,
 }
 
 // WaitReady runs probe in the node until it succeeds or timeout passes, and
-// returns what the successful probe printed.
+// returns what the successful probe printed. The probe is retried inside
+// the node by a shell loop, every 20 ms, so that the wait costs one exec
+// through the engine instead of one a try: an exec is several round trips
+// to the engine and often takes longer than a try itself, which made a
+// service seem ready a few hundred milliseconds after it was. An exec that
+// fails to run at all (the node still starting) is tried again. When the
+// time is up, one more try outside the loop says why the probe fails.
 func (c *Cluster) WaitReady(ctx context.Context, name string, timeout time.Duration, probe ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	secs := strconv.Itoa(max(1, int(math.Ceil(timeout.Seconds()))))
+	loop := append([]string{"timeout", secs, "sh", "-c", `until out=$("$@" 2>/dev/null); do sleep 0.02; done; printf '%s\n' "$out"`, "probe"}, probe...)
 	for {
-		out, err := c.Exec(ctx, name, probe...)
+		out, err := c.Exec(wait, name, loop...)
 		if err == nil {
 			return out, nil
 		}
 		select {
-		case <-ctx.Done():
+		case <-wait.Done():
+			if ctx.Err() == nil {
+				last, lcancel := context.WithTimeout(ctx, 5*time.Second)
+				if _, perr := c.Exec(last, name, probe...); perr != nil {
+					err = perr
+				}
+				lcancel()
+			}
 			return "", fmt.Errorf("%s not ready after %s: %w", name, timeout, err)
 		case <-time.After(50 * time.Millisecond):
 		}

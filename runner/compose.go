@@ -74,10 +74,11 @@ func Compose() ([]byte, error) {
 				Tmpfs:    s.Node.Tmpfs, CapAdd: s.Node.Caps,
 			}
 		}
-		worker, err := r.workerCmd("c1", 1)
+		spec, err := r.workerSpec("c1", 1)
 		if err != nil {
 			return nil, err
 		}
+		worker := []string{"lockbench", "worker", spec}
 		f.Services[topo+"-c1"] = composeService{
 			Image: "lockbench-node:latest", Command: escape(worker), Hostname: "c1", Labels: labels,
 			Networks:  map[string]composeEndpoint{topo: {Aliases: []string{"c1"}}},

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,8 @@ const (
 	storeLogPath = "/var/lib/lockbench/store.log"
 	// resultsLabel on the store container names the run's results directory.
 	resultsLabel = clusters.Label + ".results"
+	// clientRole is the role of the clients' nodes.
+	clientRole = "client"
 )
 
 // ErrInterrupted is returned, with the report of what was recorded, when
@@ -78,6 +82,9 @@ type run struct {
 	histErr atomic.Pointer[error]
 	// phaseStart is when the phase under way began (see Options.Phase).
 	phaseStart time.Time
+	// versions receives, once, the versions of what the services run,
+	// asked while the workload runs; nil until up has asked.
+	versions <-chan map[string]string
 }
 
 // phase ends the phase under way, named name, and starts the next.
@@ -165,7 +172,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 	if err := r.up(ctx, &test); err != nil {
 		return nil, err
 	}
-	// Again, now that the service's version is known.
+	// Again, now that the service's health is known.
 	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
 		return nil, err
 	}
@@ -174,6 +181,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 	// history is complete up to here, which `check` needs to know.
 	end := time.Now().UTC()
 	test.End = &end
+	maps.Copy(test.Versions, <-r.versions)
 	if werr := rundir.WriteJSON(dir, rundir.TestFile, test); werr != nil && err == nil {
 		err = werr
 	}
@@ -215,14 +223,41 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-// up starts the lock service and the store and waits until both answer.
+// up starts the lock service, the store and the clients, and waits until
+// the service is healthy and the store answers. Starting containers is
+// most of what a run costs beyond its time limit, so all of them start at
+// once: the store and the clients wait on their standard input for what
+// they can only learn once the service is healthy (the epoch, and with it
+// the clients' specs), and start their work when it is sent.
 func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	abs, err := filepath.Abs(r.dir)
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
 	services := r.fitForFaults(r.layout.Services)
-	if err := r.start(ctx, services); err != nil {
+	var store []backends.Service
+	if r.cfg.Store == config.DefaultStore {
+		store = []backends.Service{{
+			Node: clusters.Node{Name: "store", Role: "store", Stdin: true, Labels: map[string]string{resultsLabel: abs}, Cmd: []string{
+				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath, "--epoch-stdin",
+			}},
+			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
+		}}
+	}
+	var clients []backends.Service
+	for i := 1; i <= r.cfg.Concurrency; i++ {
+		name := fmt.Sprintf("c%d", i)
+		clients = append(clients, backends.Service{Node: clusters.Node{Name: name, Role: clientRole, Stdin: true,
+			Cmd: []string{"lockbench", "worker", "-"}, Caps: r.caps()}})
+		r.clients = append(r.clients, name)
+	}
+	if err := r.launch(ctx, slices.Concat(services, store, clients)); err != nil {
+		return err
+	}
+	r.phase("containers up")
+	// The store answers its probe before it knows the epoch (its reads
+	// and writes wait for it), so it is probed beside the service.
+	if err := r.probe(ctx, slices.Concat(services, store)); err != nil {
 		return err
 	}
 	r.phase("service up")
@@ -237,50 +272,79 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
 	r.epoch = history.Mono()
-	if r.cfg.Store == config.DefaultStore {
-		if err := r.start(ctx, []backends.Service{{
-			Node: clusters.Node{Name: "store", Role: "store", Cmd: []string{
-				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath,
-				"--epoch", strconv.FormatInt(r.epoch, 10),
-			}, Labels: map[string]string{resultsLabel: abs}},
-			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
-		}}); err != nil {
+	for _, s := range store {
+		if err := r.cluster.Send(ctx, s.Node.Name, []byte(strconv.FormatInt(r.epoch, 10)+"\n")); err != nil {
 			return err
 		}
 	}
 	r.phase("store up")
+	// The versions are asked while the workload runs, which needs none
+	// of them; the run's end joins them (see Run).
+	versions := make(chan map[string]string, 1)
+	r.versions = versions
+	go func() {
+		defer recovered("versions", func(error) { versions <- nil })
+		versions <- r.askVersions(ctx, services, test.Versions)
+	}()
+	return nil
+}
+
+// askVersions asks the services' nodes for the version of what they run,
+// one per role not yet in known.
+func (r *run) askVersions(ctx context.Context, services []backends.Service, known map[string]string) map[string]string {
+	found := map[string]string{}
 	for _, s := range services {
-		if _, known := test.Versions[s.Node.Role]; known || s.Version == nil {
+		if _, ok := known[s.Node.Role]; ok || s.Version == nil {
+			continue
+		}
+		if _, ok := found[s.Node.Role]; ok {
 			continue
 		}
 		if v, err := r.cluster.Exec(ctx, s.Node.Name, s.Version...); err == nil {
 			first, _, _ := strings.Cut(v, "\n")
-			test.Versions[s.Node.Role] = strings.TrimSpace(first)
+			found[s.Node.Role] = strings.TrimSpace(first)
 		}
 	}
-	r.phase("versions")
-	return nil
+	return found
 }
 
 // start starts nodes and waits until each passes its probe.
 func (r *run) start(ctx context.Context, services []backends.Service) error {
+	if err := r.launch(ctx, services); err != nil {
+		return err
+	}
+	return r.probe(ctx, services)
+}
+
+// launch starts nodes without waiting for anything. The nodes of services
+// are kept as the run's services, whose logs the teardown saves; clients
+// record what they say themselves.
+func (r *run) launch(ctx context.Context, services []backends.Service) error {
 	nodes := make([]clusters.Node, len(services))
 	for i, s := range services {
 		nodes[i] = s.Node
-		r.services = append(r.services, s.Node.Name)
+		if s.Node.Role != clientRole {
+			r.services = append(r.services, s.Node.Name)
+		}
 	}
-	if err := r.cluster.StartAll(ctx, nodes); err != nil {
-		return err
-	}
-	for _, s := range services {
+	return r.cluster.StartAll(ctx, nodes)
+}
+
+// probe waits until each of services that has a probe passes it, all of
+// them side by side.
+func (r *run) probe(ctx context.Context, services []backends.Service) error {
+	errs := make([]error, len(services))
+	var wg sync.WaitGroup
+	for i, s := range services {
 		if s.Probe == nil {
 			continue
 		}
-		if _, err := r.cluster.WaitReady(ctx, s.Node.Name, 30*time.Second, s.Probe...); err != nil {
-			return err
-		}
+		wg.Go(func() {
+			_, errs[i] = r.cluster.WaitReady(ctx, s.Node.Name, 30*time.Second, s.Probe...)
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // workload runs the clients and the nemesis for the time limit, then stops
@@ -290,20 +354,24 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	seeds := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0))
 	var followers sync.WaitGroup
 	followErrs := make(chan error, r.cfg.Concurrency)
-	var clients []clusters.Node
-	for i := 1; i <= r.cfg.Concurrency; i++ {
-		name := fmt.Sprintf("c%d", i)
-		cmd, err := r.workerCmd(name, seeds.Int64())
+	specs := make([]string, len(r.clients))
+	for i, name := range r.clients {
+		spec, err := r.workerSpec(name, seeds.Int64())
 		if err != nil {
 			return false, err
 		}
-		clients = append(clients, clusters.Node{Name: name, Role: "client", Cmd: cmd, Caps: r.caps()})
-		r.clients = append(r.clients, name)
+		specs[i] = spec
 	}
 	r.status.watch(r.clients)
-	// Started together, so that no client has the lock to itself for the
+	// Sent together, so that no client has the lock to itself for the
 	// first seconds.
-	if err := r.cluster.StartAll(ctx, clients); err != nil {
+	errs := make([]error, len(r.clients))
+	var sent sync.WaitGroup
+	for i, name := range r.clients {
+		sent.Go(func() { errs[i] = r.cluster.Send(ctx, name, []byte(specs[i]+"\n")) })
+	}
+	sent.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
 	for _, name := range r.clients {
@@ -381,20 +449,15 @@ func recovered(what string, report func(error)) {
 	}
 }
 
-// workerCmd is the command of the client named name: the worker and its
-// one spec.
-func (r *run) workerCmd(name string, seed int64) ([]string, error) {
-	spec, err := backends.Spec{
+// workerSpec is the spec of the client named name, which its worker reads.
+func (r *run) workerSpec(name string, seed int64) (string, error) {
+	return backends.Spec{
 		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
 		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
 		Work: r.cfg.Work, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
 		PgLock: r.cfg.PgLock, Variant: r.cfg.Variant, OnLockError: r.cfg.OnLockError,
 		Failpoints: r.cfg.Failpoint != "" || nemesis.ArmsPoints(r.cfg.Nemesis),
 	}.Encode()
-	if err != nil {
-		return nil, err
-	}
-	return []string{"lockbench", "worker", spec}, nil
 }
 
 // clientLine records one line a client printed: an event, or anything else
@@ -468,19 +531,30 @@ func (r *run) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	healErr := nemesis.HealAll(ctx, r.faults)
-	errs := []error{healErr}
-	if data, err := r.storeLog(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("save store log: %w", err))
-	} else {
-		errs = append(errs, os.WriteFile(filepath.Join(r.dir, rundir.StoreFile), data, 0o644))
-	}
-	for _, name := range r.services {
-		// A node that said nothing (the store keeps its record in
-		// store.log) leaves no empty file behind.
-		if data, err := r.cluster.Logs(ctx, name); err == nil && len(data) > 0 {
-			errs = append(errs, os.WriteFile(filepath.Join(r.dir, rundir.LogsDir, name+".log"), data, 0o644))
+	// The store's log and the nodes' logs are fetched side by side: each
+	// is a round trip to the engine, and together they are most of the
+	// teardown before the containers go.
+	saved := make([]error, len(r.services)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		data, err := r.storeLog(ctx)
+		if err != nil {
+			saved[0] = fmt.Errorf("save store log: %w", err)
+			return
 		}
+		saved[0] = os.WriteFile(filepath.Join(r.dir, rundir.StoreFile), data, 0o644)
+	})
+	for i, name := range r.services {
+		wg.Go(func() {
+			// A node that said nothing (the store keeps its record in
+			// store.log) leaves no empty file behind.
+			if data, err := r.cluster.Logs(ctx, name); err == nil && len(data) > 0 {
+				saved[i+1] = os.WriteFile(filepath.Join(r.dir, rundir.LogsDir, name+".log"), data, 0o644)
+			}
+		})
 	}
+	wg.Wait()
+	errs := append([]error{healErr}, saved...)
 	switch {
 	case r.opts.LeaveRunning && healErr != nil:
 		fmt.Fprintf(r.opts.Out, "cluster of run %s removed despite --leave-running: a fault could not be healed\n", r.cluster.RunID())

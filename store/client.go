@@ -42,7 +42,7 @@ func (c *Client) Write(ctx context.Context, r Request) error {
 
 // Healthy reports whether the store answers.
 func (c *Client) Healthy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/health", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+HealthPath, nil)
 	if err != nil {
 		return err
 	}

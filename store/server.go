@@ -62,12 +62,15 @@ func NewServer(fence Fence, logPath string, epoch int64) (*Server, error) {
 	}, nil
 }
 
+// HealthPath answers GET with 204 while the store serves.
+const HealthPath = "/health"
+
 // Handler serves POST /read and POST /write.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /read", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, "read") })
 	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, "write") })
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return mux
 }
 

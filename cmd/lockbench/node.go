@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,12 +34,19 @@ import (
 
 func newWorkerCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "worker SPEC",
-		Short:  "Run one client of the workload from its spec (JSON), printing its events as JSON lines",
+		Use:    "worker SPEC|-",
+		Short:  "Run one client of the workload from its spec (JSON; - reads it from the first line of standard input), printing its events as JSON lines",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			spec, err := backends.DecodeSpec(args[0])
+			text := args[0]
+			if text == "-" {
+				var err error
+				if text, err = firstLine(os.Stdin); err != nil {
+					return fail(exitUsage, fmt.Errorf("spec: %w", err))
+				}
+			}
+			spec, err := backends.DecodeSpec(text)
 			if err != nil {
 				return fail(exitUsage, err)
 			}
@@ -101,6 +112,7 @@ func newWorkerCmd() *cobra.Command {
 func newStoreCmd() *cobra.Command {
 	var listen, fence, logPath string
 	var epoch int64
+	var epochStdin bool
 	cmd := &cobra.Command{
 		Use:    "store",
 		Short:  "Serve the resource store",
@@ -114,23 +126,77 @@ func newStoreCmd() *cobra.Command {
 			if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 				return fail(exitHarness, fmt.Errorf("store log directory: %w", err))
 			}
-			srv, err := store.NewServer(f, logPath, epoch)
-			if err != nil {
-				return fail(exitHarness, err)
+			// With --epoch-stdin the store listens, and answers its
+			// health probe, at once, while the lock service comes up;
+			// reads and writes wait until the epoch has been read, which
+			// the harness sends before any client has its spec.
+			epochKnown := make(chan struct{})
+			var srv *store.Server
+			var srvErr error
+			start := func() {
+				defer close(epochKnown)
+				if epochStdin {
+					var line string
+					if line, srvErr = firstLine(os.Stdin); srvErr == nil {
+						epoch, srvErr = strconv.ParseInt(line, 10, 64)
+					}
+					if srvErr != nil {
+						srvErr = fail(exitUsage, fmt.Errorf("epoch: %w", srvErr))
+						return
+					}
+				}
+				if srv, srvErr = store.NewServer(f, logPath, epoch); srvErr != nil {
+					srvErr = fail(exitHarness, srvErr)
+				}
 			}
-			defer srv.Close()
+			if !epochStdin {
+				if start(); srvErr != nil {
+					return srvErr
+				}
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fail(exitHarness, fmt.Errorf("store listen: %w", err))
 			}
 			ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer cancel()
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+			handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if req.URL.Path == store.HealthPath {
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				<-epochKnown
+				if srv == nil {
+					http.Error(w, "store not started", http.StatusServiceUnavailable)
+					return
+				}
+				srv.Handler().ServeHTTP(w, req)
+			})
+			hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+			if epochStdin {
+				go func() {
+					if start(); srvErr != nil {
+						cancel()
+					}
+				}()
+			}
 			go func() {
 				<-ctx.Done()
 				_ = hs.Close()
 			}()
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			err = hs.Serve(ln)
+			select {
+			case <-epochKnown:
+				if srv != nil {
+					srv.Close()
+				}
+				if srvErr != nil {
+					return srvErr
+				}
+			default:
+				// Stopped before it learnt its epoch: nothing was logged.
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fail(exitHarness, fmt.Errorf("store: %w", err))
 			}
 			return nil
@@ -141,7 +207,19 @@ func newStoreCmd() *cobra.Command {
 	f.StringVar(&fence, "fence", "none", "fence mode: none, writes, all")
 	f.StringVar(&logPath, "log", "/var/lib/lockbench/store.log", "append-only log of every request")
 	f.Int64Var(&epoch, "epoch", 0, "the run's start on CLOCK_MONOTONIC, in ns")
+	f.BoolVar(&epochStdin, "epoch-stdin", false, "read --epoch from the first line of standard input before listening")
+	cmd.MarkFlagsMutuallyExclusive("epoch", "epoch-stdin")
 	return cmd
+}
+
+// firstLine reads r's first line, without its newline: what the harness
+// sends a node it started before the run's epoch was known.
+func firstLine(r io.Reader) (string, error) {
+	line, err := bufio.NewReaderSize(r, 64*1024).ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
+		return "", fmt.Errorf("read standard input: %w", err)
+	}
+	return strings.TrimSuffix(line, "\n"), nil
 }
 
 func newHealthCmd() *cobra.Command {
