@@ -303,6 +303,31 @@ func (an *analysis) buildLanes() {
 			delete(open, l.name)
 		}
 	}
+	// Each lane's holds and marks are sized first: a lane of a long run
+	// has hundreds of thousands, which appends would copy again and again.
+	type size struct{ holds, marks int }
+	sizes := map[string]*size{}
+	var names []string // in order of appearance, as the lanes were made
+	for _, o := range an.ops {
+		if _, ok := history.LeaseOwner(o.Process); ok {
+			continue
+		}
+		n := sizes[o.Process]
+		if n == nil {
+			n = &size{}
+			sizes[o.Process], names = n, append(names, o.Process)
+		}
+		switch o.F {
+		case history.Acquire:
+			n.holds++
+		case history.Read, history.Write:
+			n.marks++
+		}
+	}
+	for _, name := range names {
+		l, n := an.lane(name), sizes[name]
+		l.holds, l.marks = make([]hold, 0, n.holds), make([]mark, 0, n.marks)
+	}
 	for _, o := range an.ops {
 		if _, ok := history.LeaseOwner(o.Process); ok {
 			// Renewals are told in the lease section, not on a lane.
