@@ -192,8 +192,12 @@ var ErrMalformed = errors.New("malformed history")
 // impossibility (see structure), is an error wrapping ErrMalformed and
 // naming the line; an incomplete last line returns the events before it
 // and ErrTruncated.
-func Decode(r io.Reader) ([]Event, error) {
-	lines, err := jsonl.Decode[Event](r, maxLine)
+func Decode(r io.Reader) ([]Event, error) { return decode(r, ownStrings) }
+
+// decode is Decode with the strings owned by own, or copied as they are
+// decoded if own is nil, the way the tests hold Decode to.
+func decode(r io.Reader, own jsonl.Own[Event]) ([]Event, error) {
+	lines, err := jsonl.Decode(r, maxLine, own)
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
@@ -233,6 +237,23 @@ func Decode(r io.Reader) ([]Event, error) {
 		return slices.Clip(events), fmt.Errorf("%w (%v)", ErrTruncated, pendingErr)
 	}
 	return slices.Clip(events), nil
+}
+
+// ownStrings gives an event's strings memory of their own for jsonl.Decode:
+// the words a history repeats are shared, a request's id, which no other
+// request has, is copied.
+func ownStrings(e *Event, s *jsonl.Strings) {
+	s.Share(&e.Process)
+	s.Share((*string)(&e.Type))
+	s.Share(&e.F)
+	s.Share(&e.Key)
+	s.Copy(&e.Req)
+	s.Share(&e.Fault)
+	s.Share(&e.Shape)
+	for i := range e.Targets {
+		s.Share(&e.Targets[i])
+	}
+	s.Share(&e.Error)
 }
 
 // maxLine bounds a history's line: a set workload's event carries the whole

@@ -11,10 +11,11 @@ import (
 )
 
 // FuzzDecode holds Decode to its contract on arbitrary bytes: it must not
-// panic, must accept exactly the histories whose every line is a valid
-// event, may report ErrTruncated only for a bad last line (the one thing a
-// crash of the harness can leave behind), and what it accepts must survive
-// being written back out the way Writer writes it.
+// panic, must judge as decoding with copies of every string does, must
+// accept exactly the histories whose every line is a valid event, may
+// report ErrTruncated only for a bad last line (the one thing a crash of
+// the harness can leave behind), and what it accepts must survive being
+// written back out the way Writer writes it.
 func FuzzDecode(f *testing.F) {
 	golden, err := filepath.Glob(filepath.Join("..", "checkers", "testdata", "*", "history.jsonl"))
 	if err != nil {
@@ -39,6 +40,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"index":0,"time":1,"process":"c1","type":"ok","f":"read","set":[]}`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameAsCopying(t, data)
 		events, err := Decode(bytes.NewReader(data))
 		if len(data) > 1<<20 {
 			return // beyond what the oracle below models; not panicking was the point

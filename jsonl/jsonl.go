@@ -7,6 +7,12 @@
 // lines before it allow, is left to the caller, which walks the lines in
 // order afterwards.
 //
+// A history repeats a handful of words (process names, types, operations)
+// a million times. A caller that says how to own its strings (see Own) has
+// them decoded without a copy each and then shared: one string per word
+// and worker instead of one per line, which spares most of the decoding's
+// allocations and the collector's work on them.
+//
 // Lines are read as bufio.ScanLines reads them: split at '\n', one trailing
 // '\r' dropped, the last line counted whether or not a '\n' ends it.
 package jsonl
@@ -19,6 +25,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	json "github.com/goccy/go-json"
@@ -52,12 +59,13 @@ func (l *Lines[T]) Err(i int) error { return l.Errs[i] }
 // core gets many.
 const blockSize = 1 << 20
 
-// Decode reads r and decodes each of its lines into a T. A line longer
+// Decode reads r and decodes each of its lines into a T, whose strings own
+// makes its own (nil: every string is copied as it is decoded). A line longer
 // than maxLine bytes is an error wrapping bufio.ErrTooLong, as
 // bufio.Scanner's would be. An *os.File is read twice (once to count its
 // lines) and never held whole in memory; any other reader is read whole
 // first.
-func Decode[T any](r io.Reader, maxLine int) (*Lines[T], error) {
+func Decode[T any](r io.Reader, maxLine int, own Own[T]) (*Lines[T], error) {
 	var ra io.ReaderAt
 	var size int64
 	if f, ok := r.(*os.File); ok {
@@ -81,7 +89,7 @@ func Decode[T any](r io.Reader, maxLine int) (*Lines[T], error) {
 		return nil, err
 	}
 	out := &Lines[T]{Values: make([]T, n), Errs: map[int]error{}}
-	return out, decodeBlocks(ra, size, maxLine, out)
+	return out, decodeBlocks(ra, size, maxLine, own, out)
 }
 
 // countLines counts the lines of the size bytes of ra.
@@ -112,7 +120,7 @@ type block struct {
 
 // decodeBlocks cuts the input into blocks of whole lines, in order, and has
 // one worker per core decode them into out.
-func decodeBlocks[T any](ra io.ReaderAt, size int64, maxLine int, out *Lines[T]) error {
+func decodeBlocks[T any](ra io.ReaderAt, size int64, maxLine int, own Own[T], out *Lines[T]) error {
 	workers := runtime.GOMAXPROCS(0)
 	blocks := make(chan block, workers)
 	free := make(chan []byte, 2*workers)
@@ -121,8 +129,9 @@ func decodeBlocks[T any](ra io.ReaderAt, size int64, maxLine int, out *Lines[T])
 	for range workers {
 		wg.Go(func() {
 			errs := map[int]error{}
+			strs := &Strings{}
 			for b := range blocks {
-				decodeBlock(b, maxLine, out.Values, errs)
+				decodeBlock(b, maxLine, own, strs, out.Values, errs)
 				select {
 				case free <- b.data[:0]:
 				default:
@@ -194,8 +203,9 @@ func cut(ra io.ReaderAt, size int64, maxLine int, free chan []byte, blocks chan<
 }
 
 // decodeBlock decodes the lines of b into values and records in errs those
-// that are not values.
-func decodeBlock[T any](b block, maxLine int, values []T, errs map[int]error) {
+// that are not values. When it returns, no value refers to b's memory,
+// which the next block reuses.
+func decodeBlock[T any](b block, maxLine int, own Own[T], strs *Strings, values []T, errs map[int]error) {
 	data, i := b.data, b.first
 	bad := false
 	for len(data) > 0 {
@@ -214,10 +224,71 @@ func decodeBlock[T any](b block, maxLine int, values []T, errs map[int]error) {
 		case len(line) > maxLine:
 			errs[i], bad = fmt.Errorf("%w (%d bytes)", bufio.ErrTooLong, len(line)), true
 		default:
-			if err := json.Unmarshal(line, &values[i]); err != nil {
+			if err := decodeLine(line, &values[i], own, strs); err != nil {
 				errs[i], bad = err, true
 			}
 		}
 		i++
 	}
+}
+
+// Own gives the strings of v, decoded without a copy and so still in the
+// input's memory, memory of their own: it calls Strings.Share or
+// Strings.Copy on every string in v, and on nothing else.
+type Own[T any] func(v *T, s *Strings)
+
+// Strings gives strings memory of their own, one worker's: Share makes
+// equal strings one, Copy copies a string that is seldom seen twice. The
+// zero value is ready to use.
+type Strings struct {
+	shared map[string]string
+}
+
+// maxShared bounds the strings a worker shares: the words a run repeats
+// are few, and a file of distinct ones must not grow the table without
+// end; past the bound, a new word is copied.
+const maxShared = 4096
+
+// Share replaces *p by the equal string shared before, or by a copy that
+// is shared from now on.
+func (s *Strings) Share(p *string) {
+	if *p == "" {
+		return
+	}
+	if v, ok := s.shared[*p]; ok {
+		*p = v
+		return
+	}
+	s.Copy(p)
+	if s.shared == nil {
+		s.shared = map[string]string{}
+	}
+	if len(s.shared) < maxShared {
+		s.shared[*p] = *p
+	}
+}
+
+// Copy replaces *p by a copy of it.
+func (s *Strings) Copy(p *string) { *p = strings.Clone(*p) }
+
+// noCopy decodes strings as parts of the input, for an Own to settle.
+var noCopy = []json.DecodeOptionFunc{json.DecodeNoCopyString()}
+
+// decodeLine decodes line into *v. The decoder's verdict is the same with
+// and without copies; only where the strings live differs.
+func decodeLine[T any](line []byte, v *T, own Own[T], strs *Strings) error {
+	if own == nil {
+		return json.Unmarshal(line, v)
+	}
+	if err := json.UnmarshalWithOption(line, v, noCopy...); err != nil {
+		// The value of a line that is not one is never used, and the
+		// error may quote the input: both are made again with copies,
+		// so that neither refers to memory the next block reuses. A
+		// block holds at most one such line.
+		var zero T
+		*v = zero
+		return json.Unmarshal(line, v)
+	}
+	own(v, strs)
+	return nil
 }

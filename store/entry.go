@@ -69,8 +69,12 @@ var ErrMalformed = errors.New("malformed store log")
 
 // ReadLog decodes a store log. Every error but a failed read wraps
 // ErrMalformed and names the line.
-func ReadLog(r io.Reader) ([]Entry, error) {
-	lines, err := jsonl.Decode[Entry](r, maxLine)
+func ReadLog(r io.Reader) ([]Entry, error) { return readLog(r, ownStrings) }
+
+// readLog is ReadLog with the strings owned by own, or copied as they are
+// decoded if own is nil, the way the tests hold ReadLog to.
+func readLog(r io.Reader, own jsonl.Own[Entry]) ([]Entry, error) {
+	lines, err := jsonl.Decode(r, maxLine, own)
 	if err != nil {
 		return nil, fmt.Errorf("read store log: %w", err)
 	}
@@ -94,6 +98,17 @@ func ReadLog(r io.Reader) ([]Entry, error) {
 		return nil, nil
 	}
 	return slices.Clip(out), nil
+}
+
+// ownStrings gives an entry's strings memory of their own for jsonl.Decode:
+// the words a log repeats are shared, a request's id is copied.
+func ownStrings(e *Entry, s *jsonl.Strings) {
+	s.Copy(&e.Req)
+	s.Share(&e.Client)
+	s.Share(&e.Op)
+	s.Share(&e.Key)
+	s.Share(&e.Outcome)
+	s.Share(&e.Reason)
 }
 
 // maxLine bounds a store log's line.

@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzReadLog holds ReadLog to its contract on arbitrary bytes: no panic,
-// exactly the logs whose every line is a read or write with a known outcome,
+// the same verdict as decoding with copies of every string, exactly the logs whose every line is a read or write with a known outcome,
 // a req and a time, numbered in growing seqs, are accepted, and an accepted log reads back the same after being written
 // out the way the server writes it.
 func FuzzReadLog(f *testing.F) {
@@ -37,6 +37,7 @@ func FuzzReadLog(f *testing.F) {
 	f.Add([]byte(`{"seq":0,"time":-5,"req":"r","op":"read","outcome":"accepted"}`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameAsCopying(t, data)
 		entries, err := ReadLog(bytes.NewReader(data))
 		if len(data) > 512<<10 {
 			return // lines this long may hit the scanner's limit, which the oracle does not model
