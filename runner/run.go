@@ -261,6 +261,15 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		return err
 	}
 	r.phase("service up")
+	// The versions are asked while the service elects its leader and the
+	// workload begins, which need none of them; the run's end joins them
+	// (see Run).
+	versions := make(chan map[string]string, 1)
+	r.versions = versions
+	go func() {
+		defer recovered("versions", func(error) { versions <- nil })
+		versions <- r.askVersions(ctx, services, test.Versions)
+	}()
 	if r.layout.Ready != nil {
 		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
 		if err != nil {
@@ -278,14 +287,6 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		}
 	}
 	r.phase("store up")
-	// The versions are asked while the workload runs, which needs none
-	// of them; the run's end joins them (see Run).
-	versions := make(chan map[string]string, 1)
-	r.versions = versions
-	go func() {
-		defer recovered("versions", func(error) { versions <- nil })
-		versions <- r.askVersions(ctx, services, test.Versions)
-	}()
 	return nil
 }
 
