@@ -22,6 +22,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // The benchmarks below start real containers: they measure the harness
@@ -191,7 +192,9 @@ func BenchmarkLockCycles(b *testing.B) {
 	var ours, floor, bare []float64
 	for i := 0; i < b.N; i++ {
 		cfg := benchConfig(backends.Redis{}.Name())
-		cfg.Concurrency, cfg.WorkMax, cfg.TimeLimit = 1, 0, config.Duration(window)
+		// No work in the section: benchConfig has already turned the
+		// default --work-max into --work, so the work is set here.
+		cfg.Concurrency, cfg.Work, cfg.TimeLimit = 1, workloads.UniformWork(0), config.Duration(window)
 		rep := runBench(b, cfg)
 		for _, r := range rep.Checkers {
 			if r.Checker == "progress" {
