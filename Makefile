@@ -61,7 +61,7 @@ unit:
 # parsing its lines, then bring-up (etcd's also against its own first
 # election), lock cycles, whole runs' overhead by phase, time to first
 # anomaly and the default grid's wall time against their floors (these
-# start containers; the grid takes about 7 minutes).
+# start containers; the grid takes about 20 minutes).
 bench: images
 	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
 	go test -run '^$$' -bench 'CheckLongRun' -benchtime 3x -timeout 30m ./runner/
