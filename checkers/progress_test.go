@@ -103,6 +103,49 @@ func TestDeadlockGolden(t *testing.T) {
 	}
 }
 
+// TestKilledHolderGolden judges the progress checker's count of holders
+// when the client that holds the lock is the one killed: in both runs the
+// nemesis kills c2 right after its grant, at 0.325 s, while c1 waits. In
+// deadlock-killed-holder nothing is granted again until the end at 8.0 s:
+// the dead holder is no live client holding the lock, so c1's wait from
+// the heal is a deadlock. In killed-holder-expires c2's lease runs out and
+// c1 takes the lock at 1.402 s: a wait of 1.1 TTLs, no deadlock.
+func TestKilledHolderGolden(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		want    Verdict
+		longest int64
+	}{
+		{"deadlock-killed-holder", Invalid, 8000e6 - 326e6},
+		{"killed-holder-expires", Valid, 1402e6 - 326e6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := load(t, c.name)
+			in.Lease = Lease{TTL: 1e9}
+			rs := checkAll(in)
+			for name, r := range rs {
+				want := Valid
+				if name == "progress" {
+					want = c.want
+				}
+				if r.Valid != want {
+					t.Errorf("%s: %s (%s; %s), want %s", name, r.Valid, r.Summary, r.Reason, want)
+				}
+			}
+			p := rs["progress"]
+			wantCounts(t, p, map[string]int64{"longest_stall_ns": c.longest})
+			if c.want == Valid {
+				wantCounts(t, p, map[string]int64{"deadlocks": 0})
+				return
+			}
+			wantCounts(t, p, map[string]int64{"deadlocks": 1})
+			a := anomaly(t, p, "deadlock")
+			wantSame(t, "waiting clients", a.Clients, []string{"c1"})
+			wantMentions(t, a, "from 0.326 s to 8.000 s")
+		})
+	}
+}
+
 // TestDeadlockNeedsALease: a run whose lock has no lease (cas, nolock), or
 // whose TTL is unknown, has no time scale for a deadlock: no verdict on it.
 func TestDeadlockNeedsALease(t *testing.T) {
