@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/lockbench/lockbench/jsonl/jsonltest"
 )
 
 // FuzzDecode holds Decode to its contract on arbitrary bytes: it must not
@@ -17,15 +18,7 @@ import (
 // the harness can leave behind), and what it accepts must survive being
 // written back out the way Writer writes it.
 func FuzzDecode(f *testing.F) {
-	golden, err := filepath.Glob(filepath.Join("..", "checkers", "testdata", "*", "history.jsonl"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range golden {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range jsonltest.Files(f, filepath.Join("..", "checkers", "testdata", "*", "history.jsonl")) {
 		f.Add(data)
 		// The same history cut mid-line, as a crash leaves it.
 		f.Add(data[:len(data)*2/3])

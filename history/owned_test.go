@@ -2,18 +2,13 @@ package history
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
-	gojson "github.com/goccy/go-json"
-
-	"github.com/lockbench/lockbench/jsonl"
+	"github.com/lockbench/lockbench/jsonl/jsonltest"
 )
 
 // sameAsCopying holds Decode, whose strings are decoded without copies and
@@ -32,40 +27,11 @@ func sameAsCopying(t *testing.T, data []byte) {
 }
 
 // ownStrings leaves no string of an event in the memory it was decoded
-// from, which jsonl reuses for the next block: the template sets every
-// field, and the line it was decoded from is overwritten. Its strings
-// need no escape in JSON: a string with one is decoded into memory of its
-// own, and would hide a miss.
+// from, which jsonl reuses for the next block; the template sets every field.
 func TestOwnStringsOwnsEveryString(t *testing.T) {
 	e := Event{Index: 1, Time: 1, Process: "c1", Type: Info, F: LeaseLost, Key: "x", Value: Int(1),
 		Set: []int64{1}, Token: 1, Req: "c1-1", Fault: "pause", Shape: "one", Targets: []string{"c1", "c2"}, Error: "e", Attempt: 1, TTL: 1}
-	v := reflect.ValueOf(e)
-	for i := range v.NumField() {
-		if v.Field(i).IsZero() {
-			t.Fatalf("the template leaves %s unset: set it, and own its strings in ownStrings if it has any", v.Type().Field(i).Name)
-		}
-	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s jsonl.Strings
-	for range 2 { // new words, then shared ones
-		var got Event
-		if err := gojson.UnmarshalWithOption(line, &got, gojson.DecodeNoCopyString()); err != nil {
-			t.Fatal(err)
-		}
-		ownStrings(&got, &s)
-		for i := range line {
-			line[i] = '#'
-		}
-		if !reflect.DeepEqual(got, e) {
-			t.Fatalf("a string was left in the line: %+v, want %+v", got, e)
-		}
-		if line, err = json.Marshal(e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	jsonltest.OwnsEveryString(t, e, ownStrings)
 }
 
 // Lines that the decoder must judge the same whoever owns their strings:
@@ -109,32 +75,10 @@ func TestDecodeWithoutCopiesJudgesAsBefore(t *testing.T) {
 
 // The fuzz corpus and the golden histories decode as with copies.
 func TestDecodeCorpusJudgedAsBefore(t *testing.T) {
-	seeds, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzDecode", "*"))
-	if err != nil {
-		t.Fatal(err)
+	for _, data := range jsonltest.FuzzSeeds(t, "FuzzDecode") {
+		sameAsCopying(t, data)
 	}
-	for _, p := range seeds {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// go test fuzz v1, then []byte("...") quoted as in Go.
-		_, arg, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
-		s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(arg, "[]byte("), ")"))
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		sameAsCopying(t, []byte(s))
-	}
-	golden, err := filepath.Glob(filepath.Join("..", "checkers", "testdata", "*", "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range golden {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, data := range jsonltest.Files(t, filepath.Join("..", "checkers", "testdata", "*", "history.jsonl")) {
 		sameAsCopying(t, data)
 	}
 }

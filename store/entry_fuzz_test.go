@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/lockbench/lockbench/jsonl/jsonltest"
 )
 
 // FuzzReadLog holds ReadLog to its contract on arbitrary bytes: no panic,
@@ -15,15 +16,7 @@ import (
 // a req and a time, numbered in growing seqs, are accepted, and an accepted log reads back the same after being written
 // out the way the server writes it.
 func FuzzReadLog(f *testing.F) {
-	golden, err := filepath.Glob(filepath.Join("..", "checkers", "testdata", "*", "store.log"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range golden {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range jsonltest.Files(f, filepath.Join("..", "checkers", "testdata", "*", "store.log")) {
 		f.Add(data)
 	}
 	f.Add([]byte(""))
