@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -42,6 +43,65 @@ type Input struct {
 	// Name, when set, names a value for people: the set workload checks
 	// sets numbered as counter values, and its messages must show sets.
 	Name valueNamer `json:"-"`
+	// shared is what the checkers derive from History, derived once for
+	// all of them (see Prepare); nil, each derives its own.
+	shared *derived
+}
+
+// Prepare returns in ready to be judged by several checkers side by side:
+// what each of them would derive from its history (the operations paired,
+// the critical sections) is derived once, by the first that needs it, and
+// shared by the others. On a long run each derivation is tens of
+// milliseconds and tens of megabytes, and the checkers share them four
+// ways.
+func Prepare(in Input) Input {
+	in.shared = &derived{history: in.History, key: in.Key}
+	return in
+}
+
+// derived is what the checkers derive from one history and key.
+type derived struct {
+	history  []history.Event
+	key      string
+	refsOnce sync.Once
+	refs     []history.Ref
+	procs    int
+	sectOnce sync.Once
+	sections []Section
+}
+
+// derived is the input's shared derivations, nil unless they were
+// prepared for this very history and key: a checker that judges a view of
+// the input (SetView's) must not take the original's.
+func (in Input) derived() *derived {
+	d := in.shared
+	if d == nil || d.key != in.Key || len(d.history) != len(in.History) ||
+		len(in.History) > 0 && &d.history[0] != &in.History[0] {
+		return nil
+	}
+	return d
+}
+
+// Refs is history.Refs of the input's history; the caller must not change
+// what it returns.
+func (in Input) Refs() ([]history.Ref, int) {
+	d := in.derived()
+	if d == nil {
+		return history.Refs(in.History)
+	}
+	d.refsOnce.Do(func() { d.refs, d.procs = history.Refs(in.History) })
+	return d.refs, d.procs
+}
+
+// Sections is Sections of the input's history and key, which the caller
+// must not change.
+func (in Input) Sections() []Section {
+	d := in.derived()
+	if d == nil {
+		return sectionsOf(in)
+	}
+	d.sectOnce.Do(func() { d.sections = sectionsOf(in) })
+	return d.sections
 }
 
 // valueNamer names a counter value for people; nil writes the number.

@@ -195,7 +195,7 @@ func (c Exclusion) Check(in Input) Result {
 	}
 	h := in.History
 	end := endOfHistory(h)
-	hs := gather(in.Lease, h, end)
+	hs := gather(in, end)
 	r.Counts["holdings"] = int64(len(hs.all))
 	for _, x := range hs.all {
 		if x.proven {
@@ -272,8 +272,9 @@ func staleSummary(counts map[string]int64) string {
 // gather collects every acquire that succeeded, with the proof of its
 // lease: the granting attempt's send time and every renewal acknowledged
 // while the client held it.
-func gather(l Lease, h []history.Event, end int64) holdings {
-	refs, _ := history.Refs(h)
+func gather(in Input, end int64) holdings {
+	l, h := in.Lease, in.History
+	refs, _ := in.Refs()
 	hs := holdings{all: make([]holding, 0, calls(h, refs, history.Acquire)), writes: make([]write, 0, calls(h, refs, history.Write))}
 	open := map[string]int{}
 	// A renewal is credited to the holding its client last had when it

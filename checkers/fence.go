@@ -32,7 +32,7 @@ func (c Fence) Check(in Input) Result {
 	zero(r.Counts, "acquires", "accepted_writes", "rejected_writes", "rejected_reads", "stale_accepted", "token_order", "duplicate_token")
 	h := in.History
 	var acquires int64
-	ops, _ := history.Refs(h)
+	ops, _ := in.Refs()
 	grants := make([]grant, 0, calls(h, ops, history.Acquire))
 	for _, o := range ops {
 		call, ret := &h[o.Call], &h[o.Ret]

@@ -64,7 +64,7 @@ func newLedger(in Input) *ledger {
 		l.writeAt[i] = -1
 	}
 	h := in.History
-	refs, procs := history.Refs(h)
+	refs, procs := in.Refs()
 	l.writes = make([]writeOp, 0, calls(h, refs, history.Write))
 	lastRead := make([]int, procs) // per process, the log position of its last read
 	for p := range lastRead {

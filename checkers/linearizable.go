@@ -50,8 +50,14 @@ type Section struct {
 // history, in the order their reads were invoked. A read that failed or
 // timed out had no effect on the counter and starts no section.
 func Sections(h []history.Event, key string) []Section {
+	return sectionsOf(Input{History: h, Key: key})
+}
+
+// sectionsOf is Sections of in's history and key, from in's operations.
+func sectionsOf(in Input) []Section {
+	h, key := in.History, in.Key
 	end := endOfHistory(h)
-	ops, procs := history.Refs(h)
+	ops, procs := in.Refs()
 	out := make([]Section, 0, calls(h, ops, history.Read))
 	// The sections' events share one array, room for a read and a write
 	// each: one allocation rather than one per section.
@@ -248,7 +254,7 @@ func (Linearizable) Name() string { return "linearizable" }
 
 func (c Linearizable) Check(in Input) Result {
 	r := newResult(c.Name())
-	ss := Sections(in.History, in.Key)
+	ss := in.Sections()
 	r.Counts["sections"] = int64(len(ss))
 	zero(r.Counts, string(WriteAccepted), string(WriteRejected), string(WriteUnknown), string(NoWrite), "non_linearizable")
 	for i := range ss {

@@ -1,5 +1,10 @@
 package history
 
+import (
+	"iter"
+	"slices"
+)
+
 // Op is an invocation paired with its completion on one process, or a lone
 // event (lease-lost) that stands for itself.
 type Op struct {
@@ -76,10 +81,19 @@ func Refs(h []Event) ([]Ref, int) {
 // Pair is Refs with the events themselves, for readers that want them.
 func Pair(h []Event) []Op {
 	refs, _ := Refs(h)
-	ops := make([]Op, len(refs))
-	for i, r := range refs {
-		call := &h[r.Call]
-		ops[i] = Op{Process: call.Process, F: call.F, Call: call, Ret: &h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}
+	return slices.AppendSeq(make([]Op, 0, len(refs)), Ops(h, refs))
+}
+
+// Ops yields the operations refs (Refs of h) point to, with their events,
+// one at a time: a million-event run's operations, held at once, would be
+// tens of megabytes that their readers only walk.
+func Ops(h []Event, refs []Ref) iter.Seq[Op] {
+	return func(yield func(Op) bool) {
+		for _, r := range refs {
+			call := &h[r.Call]
+			if !yield(Op{Process: call.Process, F: call.F, Call: call, Ret: &h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}) {
+				return
+			}
+		}
 	}
-	return ops
 }

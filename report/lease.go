@@ -107,7 +107,7 @@ func (an *analysis) measure() telemetry {
 	var t telemetry
 	proof := map[string]int64{} // client -> lease proven until (send + TTL)
 	split := !an.in.Lease.Session
-	for _, o := range an.ops {
+	for o := range an.ops() {
 		if o.Lone || !o.Done {
 			continue
 		}
@@ -281,7 +281,7 @@ func pctValue(sorted []float64, q float64) float64 {
 func (an *analysis) unavailable(t int64) string {
 	next := int64(-1)
 	var who string
-	for _, o := range an.ops {
+	for o := range an.ops() {
 		if o.F == history.Write && o.Type == history.OK && o.Ret.Time >= t && (next < 0 || o.Ret.Time < next) {
 			next, who = o.Ret.Time, o.Process
 		}

@@ -39,7 +39,8 @@ func (an *analysis) writeLinear(w io.Writer) error {
 	if wl := an.test.Config.Workload; wl != "" && wl != "counter" {
 		return executeSkipped(w, an, fmt.Sprintf("The %s workload is not checked against the counter model this page draws.", wl))
 	}
-	if n := len(an.sections); n > maxLinearSections {
+	sections := an.criticalSections()
+	if n := len(sections); n > maxLinearSections {
 		return executeSkipped(w, an, fmt.Sprintf("The history has %d critical sections; porcupine's page is drawn only up to %d, "+
 			"because its size grows with every operation and partial linearization.", n, maxLinearSections))
 	}
@@ -48,7 +49,7 @@ func (an *analysis) writeLinear(w io.Writer) error {
 		timeout = DefaultLinearTimeout
 	}
 	model := checkers.CounterModel()
-	res, info := porcupine.CheckOperationsVerbose(model, checkers.Operations(an.sections), timeout)
+	res, info := porcupine.CheckOperationsVerbose(model, checkers.Operations(sections), timeout)
 	var notes []porcupine.Annotation
 	for _, f := range an.faults {
 		notes = append(notes, porcupine.Annotation{Tag: "nemesis", Start: f.start, End: f.end,

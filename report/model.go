@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +121,7 @@ type analysis struct {
 	test    rundir.Test
 	testErr error
 	end     int64
-	ops     []history.Op
+	refs    []history.Ref
 	clients []string
 	lanes   map[string]*lane
 	faults  []fault
@@ -135,6 +136,9 @@ type analysis struct {
 	byReq    map[string]*store.Entry
 	bySeq    map[int64]*store.Entry
 	writeReq map[string]*mark
+	// sections are the critical sections, derived on first use
+	// (criticalSections): only linear.html and the linearizable checker's
+	// anomalies ask.
 	sections []checkers.Section
 	rows     []*anomalyRow
 	// incidents come from anomalies; rejections are stale writes the store
@@ -173,12 +177,26 @@ func analyze(in Input) *analysis {
 		}
 		an.end = max(an.end, e.Time)
 	}
-	an.ops = history.Pair(in.History)
+	an.refs = in.Ops
+	if an.refs == nil {
+		an.refs, _ = history.Refs(in.History)
+	}
+	an.sections = in.Sections
 	an.buildLanes()
 	an.buildFaults()
-	an.sections = checkers.Sections(in.History, in.Key)
 	an.buildIncidents()
 	return an
+}
+
+// ops are the history's operations, paired.
+func (an *analysis) ops() iter.Seq[history.Op] { return history.Ops(an.in.History, an.refs) }
+
+// criticalSections are the history's critical sections on the key.
+func (an *analysis) criticalSections() []checkers.Section {
+	if an.sections == nil {
+		an.sections = checkers.Sections(an.in.History, an.in.Key)
+	}
+	return an.sections
 }
 
 // storeByReq is the store's first entry for req.
@@ -308,7 +326,7 @@ func (an *analysis) buildLanes() {
 	type size struct{ holds, marks int }
 	sizes := map[string]*size{}
 	var names []string // in order of appearance, as the lanes were made
-	for _, o := range an.ops {
+	for o := range an.ops() {
 		if _, ok := history.LeaseOwner(o.Process); ok {
 			continue
 		}
@@ -328,7 +346,7 @@ func (an *analysis) buildLanes() {
 		l, n := an.lane(name), sizes[name]
 		l.holds, l.marks = make([]hold, 0, n.holds), make([]mark, 0, n.marks)
 	}
-	for _, o := range an.ops {
+	for o := range an.ops() {
 		if _, ok := history.LeaseOwner(o.Process); ok {
 			// Renewals are told in the lease section, not on a lane.
 			continue
@@ -545,9 +563,13 @@ func (an *analysis) buildIncidents() {
 	}
 	// The section of each event places the linearizable checker's
 	// anomalies; a clean run of a million events has none to place.
+	var sections []checkers.Section
+	if len(linear) > 0 {
+		sections = an.criticalSections()
+	}
 	secOf := map[int64]int{}
-	for i := 0; len(linear) > 0 && i < len(an.sections); i++ {
-		for _, e := range an.sections[i].Events {
+	for i := range sections {
+		for _, e := range sections[i].Events {
 			secOf[e] = i
 		}
 	}
@@ -569,7 +591,7 @@ func (an *analysis) buildIncidents() {
 			}
 		}
 		if row.incident == nil && len(touched) > 0 {
-			first := an.sections[slices.MinFunc(touched, func(a, b int) int { return cmp.Compare(an.sections[a].Call, an.sections[b].Call) })]
+			first := sections[slices.MinFunc(touched, func(a, b int) int { return cmp.Compare(sections[a].Call, sections[b].Call) })]
 			for _, e := range first.Events {
 				if m, ok := an.write(e); ok {
 					row.incident = byWrite(m)

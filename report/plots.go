@@ -145,7 +145,7 @@ func rgb(hex string) color.Color {
 func (an *analysis) latencyPlots() ([]template.HTML, error) {
 	width := bucketWidth(an.end)
 	byF := map[string]map[int][]float64{}
-	for _, o := range an.ops {
+	for o := range an.ops() {
 		if o.Lone || !o.Done {
 			continue
 		}
@@ -207,7 +207,7 @@ func (an *analysis) throughputPlots() ([]template.HTML, error) {
 	width := bucketWidth(an.end)
 	n := int(float64(an.end)/1e9/width) + 1
 	counts := map[string]map[history.Type][]float64{}
-	for _, o := range an.ops {
+	for o := range an.ops() {
 		if o.Lone || !o.Done {
 			continue
 		}

@@ -43,6 +43,11 @@ type Input struct {
 	Verdict checkers.Verdict
 	// Notes are remarks of the check, such as a truncated history.
 	Notes []string
+	// Ops and Sections are the history's operations (history.Refs) and its
+	// critical sections on Key (checkers.Sections), when the caller has
+	// derived them already; nil, the report derives them.
+	Ops      []history.Ref
+	Sections []checkers.Section
 	// Key is the counter's key; "" takes every key.
 	Key string
 	// Lease is the lease model the run's lock was judged by.

@@ -57,7 +57,7 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)}
+	in := checkers.Prepare(checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)})
 	// Checkers are pure functions of the input: they judge it side by
 	// side, on every core. A checker that panics has judged nothing: its
 	// verdict is unknown, and the panic, which a goroutine of its own
@@ -85,8 +85,10 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 	}
 	// The verdict stands without the pages: a report that cannot be drawn
 	// is a note, not a failed check.
-	if err := report.Write(dir, report.Input{Test: data, History: events, Store: log, Results: rep.Checkers,
-		Verdict: rep.Verdict, Notes: rep.Notes, Key: config.Key, Lease: in.Lease, LinearTimeout: linearTimeout}); err != nil {
+	// The report draws from what the checkers derived, not again.
+	ops, _ := in.Refs()
+	if err := report.Write(dir, report.Input{Test: data, History: events, Store: log, Ops: ops, Sections: in.Sections(),
+		Results: rep.Checkers, Verdict: rep.Verdict, Notes: rep.Notes, Key: config.Key, Lease: in.Lease, LinearTimeout: linearTimeout}); err != nil {
 		note := fmt.Sprintf("report pages not written: %v", err)
 		if errors.Is(err, report.ErrDegraded) {
 			note = err.Error()
