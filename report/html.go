@@ -153,6 +153,13 @@ func (an *analysis) writeHTML(page *bytes.Buffer) error {
 	d.LatencyLegend = []legendItem{line("p50", colP50), line("p95", colP95), dot, fault}
 	d.ThroughputLegend = []legendItem{line("ok", colOKs), line("fail", colFail), line("info (unknown)", colInfo), fault}
 
+	// The plots of a long run hold a point per operation, the overview a
+	// mark: they are drawn side by side, on every core.
+	plots := []func() error{
+		drawing(func() (err error) { d.Latency, err = an.latencyPlots(); return err }),
+		drawing(func() (err error) { d.Throughput, err = an.throughputPlots(); return err }),
+		drawing(func() (err error) { d.Lease, err = an.leaseView(); return err }),
+	}
 	var aggregated bool
 	d.Overview, aggregated = an.render(timeline{prefix: "ov", from: 0, to: max(an.end, 1), markers: slices.Concat(an.incidents, an.rejections)})
 	if aggregated {
@@ -175,15 +182,10 @@ func (an *analysis) writeHTML(page *bytes.Buffer) error {
 	}
 	d.EventRows, d.EventsNote = an.eventRows(!aggregated)
 
-	var err error
-	if d.Latency, err = an.latencyPlots(); err != nil {
-		return err
-	}
-	if d.Throughput, err = an.throughputPlots(); err != nil {
-		return err
-	}
-	if d.Lease, err = an.leaseView(); err != nil {
-		return err
+	for _, wait := range plots {
+		if err := wait(); err != nil {
+			return err
+		}
 	}
 	d.BucketNote = fmt.Sprintf("Buckets of %g s by invocation time (latency) and completion time (throughput); "+
 		"shaded: fault windows.", bucketWidth(an.end))
@@ -200,6 +202,30 @@ func (an *analysis) writeHTML(page *bytes.Buffer) error {
 		return fmt.Errorf("execute template: %w", err)
 	}
 	return nil
+}
+
+// drawing runs draw in a goroutine of its own, and returns what waits for
+// it and gives its error, or raises its panic again in the waiting
+// goroutine: raised in a goroutine of its own, a panic would end the
+// process, past the recovery that keeps a failed page from costing the
+// verdict. What waits in turn for several drawings fails as the same
+// drawings, one after another, would have.
+func drawing(draw func() error) (wait func() error) {
+	done := make(chan struct{})
+	var err error
+	var p any
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		err = draw()
+	}()
+	return func() error {
+		<-done
+		if p != nil {
+			panic(p)
+		}
+		return err
+	}
 }
 
 // incidentView shows an incident, zoomed in on if it has a client to
