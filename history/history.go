@@ -228,7 +228,7 @@ func decode(r io.Reader, own jsonl.Own[Event]) ([]Event, error) {
 		if err := st.add(n, e); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
 		}
-		events = append(events, *e)
+		events = lines.Keep(events, i)
 	}
 	if len(events) == 0 {
 		events = nil

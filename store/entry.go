@@ -92,7 +92,7 @@ func readLog(r io.Reader, own jsonl.Own[Entry]) ([]Entry, error) {
 		if err := e.validate(out); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, i+1, err)
 		}
-		out = append(out, *e)
+		out = lines.Keep(out, i)
 	}
 	if len(out) == 0 {
 		return nil, nil
