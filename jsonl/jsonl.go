@@ -101,6 +101,7 @@ func Decode[T any](r io.Reader, maxLine int, own Own[T]) (*Lines[T], error) {
 		return nil, err
 	}
 	out := &Lines[T]{Values: make([]T, n), Errs: map[int]error{}}
+	hugePages(out.Values)
 	return out, decodeBlocks(ra, size, maxLine, own, out)
 }
 
