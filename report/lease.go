@@ -107,6 +107,18 @@ func (an *analysis) measure() telemetry {
 	var t telemetry
 	proof := map[string]int64{} // client -> lease proven until (send + TTL)
 	split := !an.in.Lease.Session
+	// An acquire that measures a wait is a hold on a lane: a long run's
+	// series, hundreds of thousands of points, are sized up front rather
+	// than grown.
+	holds := 0
+	for _, l := range an.lanes {
+		holds += len(l.holds)
+	}
+	t.holds = make([]float64, 0, holds)
+	if split {
+		t.waits, t.trips = make([]float64, 0, holds), make([]float64, 0, holds)
+		t.waitXY, t.tripXY = make(plotter.XYs, 0, holds), make(plotter.XYs, 0, holds)
+	}
 	for o := range an.ops() {
 		if o.Lone || !o.Done {
 			continue

@@ -145,20 +145,26 @@ type analysis struct {
 	// refused, told when there is no anomaly to show the fence at work.
 	incidents  []*incident
 	rejections []*incident
-	// markOf holds, by an event's position in the history, its mark on
-	// the overview; writeAt, by the positions of a write's invocation and
-	// completion, the write. Slices, not maps: a million-event run has a
-	// mark for most events.
-	markOf  []markRef
+	// markOf holds the marks on the overview of the events the anomalies
+	// cite, by index, the only ones the page links to their marks: a
+	// million-event run has a mark for most events, and a clean one cites
+	// none.
+	markOf map[int64]markRef
+	// writeAt holds, by the positions of a write's invocation and
+	// completion, the write; a slice, not a map, since a million-event run
+	// has hundreds of thousands of writes. It is built on first use
+	// (write): only the linearizable checker's anomalies ask.
 	writeAt []*mark
 }
 
 func analyze(in Input) *analysis {
-	an := &analysis{
-		in:      in,
-		lanes:   map[string]*lane{},
-		markOf:  make([]markRef, len(in.History)),
-		writeAt: make([]*mark, len(in.History)),
+	an := &analysis{in: in, lanes: map[string]*lane{}, markOf: map[int64]markRef{}}
+	for _, r := range in.Results {
+		for _, a := range r.Anomalies {
+			for _, idx := range a.Events {
+				an.markOf[idx] = markRef{}
+			}
+		}
 	}
 	if len(in.Test) == 0 {
 		an.testErr = fmt.Errorf("no %s", rundir.TestFile)
@@ -271,20 +277,18 @@ const (
 	faultMark
 )
 
-// setMark records that the event of index idx is drawn as ref.
+// setMark records that the event of index idx is drawn as ref, if an
+// anomaly cites it.
 func (an *analysis) setMark(idx int64, ref markRef) {
-	if i, ok := an.pos(idx); ok {
-		an.markOf[i] = ref
+	if _, cited := an.markOf[idx]; cited {
+		an.markOf[idx] = ref
 	}
 }
 
-// markOfEvent is the id of the mark the event of index idx is drawn as.
+// markOfEvent is the id of the mark the event of index idx, which an
+// anomaly cites, is drawn as.
 func (an *analysis) markOfEvent(idx int64) (string, bool) {
-	i, ok := an.pos(idx)
-	if !ok {
-		return "", false
-	}
-	switch r := an.markOf[i]; r.kind {
+	switch r := an.markOf[idx]; r.kind {
 	case eventMark:
 		return markID(r.idx), true
 	case faultMark:
@@ -296,6 +300,20 @@ func (an *analysis) markOfEvent(idx int64) (string, bool) {
 // write is the write whose invocation or completion is the event of index
 // idx.
 func (an *analysis) write(idx int64) (*mark, bool) {
+	if an.writeAt == nil {
+		an.writeAt = make([]*mark, len(an.in.History))
+		for _, l := range an.lanes {
+			for i := range l.marks {
+				if m := &l.marks[i]; m.f == history.Write {
+					for _, idx := range []int64{m.callIdx, m.retIdx} {
+						if i, ok := an.pos(idx); ok {
+							an.writeAt[i] = m
+						}
+					}
+				}
+			}
+		}
+	}
 	i, ok := an.pos(idx)
 	if !ok || an.writeAt[i] == nil {
 		return nil, false
@@ -404,18 +422,6 @@ func (an *analysis) buildLanes() {
 		l.holds[i].end = max(an.end, l.holds[i].start)
 	}
 	slices.SortFunc(an.clients, compareClients)
-	// Pointers into the lanes, now that they no longer grow.
-	for _, l := range an.lanes {
-		for i := range l.marks {
-			if m := &l.marks[i]; m.f == history.Write {
-				for _, idx := range []int64{m.callIdx, m.retIdx} {
-					if i, ok := an.pos(idx); ok {
-						an.writeAt[i] = m
-					}
-				}
-			}
-		}
-	}
 }
 
 // shown is what a mark read or wrote, for people.

@@ -405,8 +405,10 @@ func (d *dots) Plot(c draw.Canvas, p *plot.Plot) {
 		b = append(b, ',')
 		return strconv.AppendFloat(b, y, 'g', 5, 64)
 	}
-	// About 90 bytes a circle.
-	d.svg = slices.Grow(d.svg[:0], 96*len(d.xys))
+	// A circle takes 90 to 106 bytes, with coordinates of up to five
+	// digits: room for the longest spares growing a long run's tens of
+	// megabytes.
+	d.svg = slices.Grow(d.svg[:0], 106*len(d.xys))
 	last := -1 // where the last circle drawn starts in svg
 	for _, xy := range d.xys {
 		pt := vg.Point{X: trX(xy.X), Y: trY(xy.Y)}
