@@ -65,7 +65,12 @@ type readTree struct {
 
 // newReadTree builds the tree, or says why the log cannot be read as one.
 func newReadTree(l *ledger) (*readTree, string) {
-	t := &readTree{log: l.log, state: make([]int, len(l.log))}
+	// A node per accepted write, of which the history has at most its
+	// writes: a long run's hundred thousand, grown node by node, would be
+	// copied again and again.
+	n := len(l.writes)
+	t := &readTree{log: l.log, state: make([]int, len(l.log)),
+		at: make([]int, 0, n), parent: make([]int, 0, n), value: make([]int64, 0, n), read: make([]int, 0, n)}
 	cur := -1
 	// value -> the last accepted write of it, for a log without reads
 	var lastOf map[int64]int

@@ -147,7 +147,11 @@ func (c Progress) stall(in Input) stallResult {
 		faults           = map[string]int{}
 		inForce          int // faults with a count above zero
 		waiting, holding int // clients waiting, holding
-		open             *stallSpan
+		// open is the span in progress, if opened; a clean run opens
+		// one at every hand-over of the lock, so its waiters' slice is
+		// reused, and copied only into a new longest span.
+		open   stallSpan
+		opened bool
 	)
 	set := func(p *proc, wait, hold bool) {
 		waiting += b2i(wait) - b2i(p.waiting)
@@ -194,22 +198,23 @@ func (c Progress) stall(in Input) stallResult {
 		}
 		granted := e.F == history.Acquire && e.Type == history.OK
 		stalled := waiting > 0 && holding == 0 && inForce == 0
-		if open != nil && (!stalled || granted) {
+		if opened && (!stalled || granted) {
 			open.to = e.Time
 			if open.to-open.from > res.longest.to-res.longest.from {
-				res.longest = *open
+				res.longest = open
+				res.longest.waiters = slices.Clone(open.waiters)
 			}
-			open = nil
+			opened = false
 		}
-		if stalled && open == nil {
-			var waiters []string
+		if stalled && !opened {
+			waiters := open.waiters[:0]
 			for name, p := range procs {
 				if p.waiting {
 					waiters = append(waiters, name)
 				}
 			}
 			slices.Sort(waiters)
-			open = &stallSpan{from: e.Time, waiters: waiters, last: e.Index}
+			open, opened = stallSpan{from: e.Time, waiters: waiters, last: e.Index}, true
 		}
 	}
 	return res
