@@ -144,7 +144,7 @@ func oracleStructure(events []Event) error {
 		}
 		prev = e
 		switch {
-		case e.Type == Invoke && !operations[e.F]:
+		case e.Type == Invoke && !isLone(e.F):
 			open = e
 		case open != nil && e.Type != Invoke && e.F == open.F:
 			open = nil
@@ -153,7 +153,7 @@ func oracleStructure(events []Event) error {
 	if prev != nil && last.Time < prev.Time {
 		return errors.New("time goes backwards")
 	}
-	if last.Process == Nemesis || operations[last.F] {
+	if last.Process == Nemesis || isLone(last.F) {
 		return nil
 	}
 	if last.Type == Invoke && open != nil {
