@@ -255,6 +255,10 @@ type Own[T any] func(v *T, s *Strings)
 // zero value is ready to use.
 type Strings struct {
 	shared map[string]string
+	// recent holds shared words by a hash of a few of their bytes: a
+	// history's handful of words, asked for a million times, are found
+	// there without hashing them whole.
+	recent [256]string
 }
 
 // maxShared bounds the strings a worker shares: the words a run repeats
@@ -265,11 +269,17 @@ const maxShared = 4096
 // Share replaces *p by the equal string shared before, or by a copy that
 // is shared from now on.
 func (s *Strings) Share(p *string) {
-	if *p == "" {
+	w := *p
+	if w == "" {
 		return
 	}
-	if v, ok := s.shared[*p]; ok {
-		*p = v
+	slot := &s.recent[(len(w)+int(w[0])*7+int(w[len(w)/2])*31+int(w[len(w)-1])*131)&0xff]
+	if *slot == w {
+		*p = *slot
+		return
+	}
+	if v, ok := s.shared[w]; ok {
+		*p, *slot = v, v
 		return
 	}
 	s.Copy(p)
