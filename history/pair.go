@@ -45,6 +45,12 @@ func (r Ref) Type(h []Event) Type {
 	return h[r.Ret].Type
 }
 
+// Op is the operation r (a Ref of h) points to, with its events.
+func (r Ref) Op(h []Event) Op {
+	call := &h[r.Call]
+	return Op{Process: call.Process, F: call.F, Call: call, Ret: &h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}
+}
+
 // Refs matches each completion to its invocation, by position: a process
 // has at most one operation outstanding at a time. Nemesis events are left
 // out. It also returns how many processes the operations have.
@@ -90,8 +96,7 @@ func Pair(h []Event) []Op {
 func Ops(h []Event, refs []Ref) iter.Seq[Op] {
 	return func(yield func(Op) bool) {
 		for _, r := range refs {
-			call := &h[r.Call]
-			if !yield(Op{Process: call.Process, F: call.F, Call: call, Ret: &h[r.Ret], Type: r.Type(h), Lone: r.Lone(), Done: r.Done}) {
+			if !yield(r.Op(h)) {
 				return
 			}
 		}

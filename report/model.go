@@ -344,16 +344,19 @@ func (an *analysis) buildLanes() {
 	type size struct{ holds, marks int }
 	sizes := map[string]*size{}
 	var names []string // in order of appearance, as the lanes were made
-	for o := range an.ops() {
-		if _, ok := history.LeaseOwner(o.Process); ok {
+	// Only the invocations are read: a completion elsewhere in a long
+	// history is a cache miss each.
+	for _, r := range an.refs {
+		call := &an.in.History[r.Call]
+		if _, ok := history.LeaseOwner(call.Process); ok {
 			continue
 		}
-		n := sizes[o.Process]
+		n := sizes[call.Process]
 		if n == nil {
 			n = &size{}
-			sizes[o.Process], names = n, append(names, o.Process)
+			sizes[call.Process], names = n, append(names, call.Process)
 		}
-		switch o.F {
+		switch call.F {
 		case history.Acquire:
 			n.holds++
 		case history.Read, history.Write:
