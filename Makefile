@@ -1,7 +1,7 @@
 # lockbench: `make run` for the main job, `make test` for the tests.
 BIN      := bin/lockbench
 RUN_ARGS ?= --backend redis --nemesis pause
-GO_TEST  ?= go test -count=1 -timeout 30m
+GO_TEST  ?= go test -count=1 -timeout 50m
 
 .PHONY: all build deps images run test lint unit bench parallelism mutants powerloss fuzz compose clean
 

@@ -34,6 +34,7 @@ func TestBackendsWithoutFaults(t *testing.T) {
 		backend := b.Name()
 		for _, workload := range config.Workloads {
 			t.Run(backend+"-"+workload, func(t *testing.T) {
+				side(t)
 				want := 0
 				if e, _ := exp.For(matrix.Cell{Backend: backend, Workload: workload, Nemesis: config.NoFault,
 					Fence: string(store.FenceNone), Store: config.DefaultStore}); e == matrix.ExpectInvalid {
@@ -90,6 +91,7 @@ func TestBackendsUnderPause(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			side(t)
 			args := append([]string{"run", "--nemesis", "pause", "--time-limit", "30s", "--seed", "22"}, c.args...)
 			r := lockbench(t, nil, args...)
 			defer assertNothingLeft(t, r.runID)

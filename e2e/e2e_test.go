@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,9 +45,33 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build lockbench: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// Every image a test may need is built here, once: tests that run
+	// side by side would otherwise each start the same build.
+	flag.Parse()
+	if !testing.Short() {
+		images := exec.Command(binary, "images", "build", "--jvm", "--postgres")
+		if out, err := images.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build images: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// side runs a subtest beside its siblings, two at a time on two cores
+// (go test's -parallel). Only runs whose verdict does not hang on how
+// fast the machine is go side by side: no-fault runs, and fault runs with
+// a long time limit and a fault as long as they choose. Timing cases
+// (power loss, ZooKeeper's JVMs, the known-broken clients, PostgreSQL's
+// pause aimed between choice and SIGSTOP) run alone.
+func side(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts containers")
+	}
+	t.Parallel()
 }
 
 type result struct {
@@ -359,6 +384,7 @@ func TestPauseWithFenceIsSafe(t *testing.T) {
 func TestNoFaultsIsValid(t *testing.T) {
 	for _, fence := range []string{"none", "all"} {
 		t.Run("fence-"+fence, func(t *testing.T) {
+			side(t)
 			r := lockbench(t, nil, "run", "--backend", "redis", "--nemesis", "none", "--fence", fence, "--time-limit", "8s")
 			defer assertNothingLeft(t, r.runID)
 			if r.exit != 0 {

@@ -312,6 +312,7 @@ func TestFaultRunsFindTwoHolders(t *testing.T) {
 		{[]string{"--backend", "redis-sentinel", "--nemesis", "failover", "--fence", "all"}, true, false},
 	} {
 		t.Run(strings.Join(c.args[1:], "-"), func(t *testing.T) {
+			side(t)
 			r := lockbench(t, nil, append([]string{"run", "--time-limit", "25s", "--seed", "41"}, c.args...)...)
 			defer assertNothingLeft(t, r.runID)
 			if r.exit != 1 {
