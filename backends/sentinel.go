@@ -82,7 +82,7 @@ func (Sentinel) Lease(ttl int64) checkers.Lease { return redisLease(ttl) }
 
 // Client implements Backend.
 func (Sentinel) Client(s Spec, trace locks.Trace, fp locks.Failpoint, r *rand.Rand) (Client, error) {
-	return Client{Lock: locks.NewRedis(locks.SentinelClient(sentinelMaster, s.LockAddrs, s.TTL.D()), redisConfig(s, trace, fp, r))}, nil
+	return Client{Lock: locks.NewRedis(locks.SentinelClient(sentinelMaster, s.LockAddrs, s.TTL.D(), s.Dial), redisConfig(s, trace, fp, r))}, nil
 }
 
 // sentinelNode runs Sentinel from a config written at start: Sentinel

@@ -1,8 +1,10 @@
 package backends
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 
 	"github.com/lockbench/lockbench/config"
 )
@@ -43,6 +45,15 @@ type Spec struct {
 	// only then does the client look for them at each point.
 	Failpoints  bool   `json:"failpoints,omitempty"`
 	OnLockError string `json:"on_lock_error"`
+	// Link routes every connection of the client through proxies of its
+	// own (package link), which a link fault shapes; RTT is the steady
+	// round trip they put on every link.
+	Link bool            `json:"link,omitempty"`
+	RTT  config.Duration `json:"rtt,omitempty"`
+	// Dial, set in the worker when Link is, dials through those proxies:
+	// for clients that learn the addresses they dial while they run
+	// (Sentinel names the primary). Nil dials directly.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
 }
 
 // Encode serializes the spec for the worker's command line.

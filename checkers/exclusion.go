@@ -613,16 +613,28 @@ func acquireInvoked(h []history.Event, x *holding) int64 {
 // Evidence says how much a verdict is worth: a valid run whose faults
 // never put a holder past its lease (or, for a lock with no TTL, never
 // kept the lock from everyone else) tested less than it seems. It returns
-// "" when there is nothing to say.
+// "" when there is nothing to say. A run whose store rejected a stale
+// request was reached all the same: a request that landed after a newer
+// holder's (a delayed write whose client had given up on it and let the
+// lock go) put the data at risk with no holder past its lease, and only
+// the fence kept it out.
 func Evidence(verdict Verdict, rs []Result) string {
 	if verdict != Valid {
 		return ""
 	}
+	weak := false
 	for _, r := range rs {
-		if r.Checker == (Exclusion{}).Name() && r.Valid == Valid && r.Counts["faults"] > 0 &&
-			r.Counts["faults_effective"]+r.Counts["faults_held_through"] == 0 {
-			return WeakEvidence
+		switch r.Checker {
+		case (Exclusion{}).Name():
+			weak = weak || r.Valid == Valid && r.Counts["faults"] > 0 && r.Counts["faults_effective"]+r.Counts["faults_held_through"] == 0
+		case (Fence{}).Name():
+			if r.Counts["rejected_writes"]+r.Counts["rejected_reads"] > 0 {
+				return ""
+			}
 		}
+	}
+	if weak {
+		return WeakEvidence
 	}
 	return ""
 }

@@ -327,4 +327,14 @@ func TestEvidence(t *testing.T) {
 	if got := Evidence(Invalid, []Result{quiet}); got != "" {
 		t.Errorf("invalid run evidence = %q", got)
 	}
+	// The same run, where the store turned away a request that landed
+	// after a newer holder's: a fault reached the data, and the fence held.
+	fenced := Result{Checker: Fence{}.Name(), Valid: Valid, Counts: map[string]int64{"rejected_writes": 1}}
+	if got := Evidence(Valid, []Result{quiet, fenced}); got != "" {
+		t.Errorf("quiet run with a stale write rejected: evidence = %q", got)
+	}
+	fenced.Counts = map[string]int64{"rejected_writes": 0, "rejected_reads": 0}
+	if got := Evidence(Valid, []Result{fenced, quiet}); got != WeakEvidence {
+		t.Errorf("quiet run with nothing rejected: evidence = %q", got)
+	}
 }

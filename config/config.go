@@ -20,7 +20,8 @@ import (
 // knows.
 var (
 	Workloads = []string{"counter", "set"}
-	// PauseTargets are whom the client pause freezes.
+	// PauseTargets are whom the faults that strike clients (pause, link)
+	// strike (--target).
 	PauseTargets = []string{"holder", "random", "all"}
 	// PowerTargets are how many service nodes power-loss cuts at once:
 	// one, a majority, or all (the default: a datacenter outage).
@@ -99,6 +100,15 @@ type Config struct {
 	// OnLockError is what a client does when the lock service cannot be
 	// reached: FailClosed skips the section, FailOpen runs it unlocked.
 	OnLockError string `json:"on_lock_error"`
+	// Link shapes the link fault: the shapes it draws from (--link), the
+	// links it strikes (--link-path), and the delay of its delay and
+	// slow-close shapes (--link-delay).
+	Link      []string `json:"link,omitempty"`
+	LinkPath  string   `json:"link_path,omitempty"`
+	LinkDelay Duration `json:"link_delay,omitempty"`
+	// RTT is a steady round trip on every client link, for the whole run
+	// (--rtt); 0 is none.
+	RTT Duration `json:"rtt,omitempty"`
 }
 
 // Correct is the lock client as its library's users are told to write it.
@@ -166,7 +176,7 @@ func (c *Config) Check() error {
 		c.PauseTarget = "holder"
 	}
 	if !slices.Contains(PauseTargets, c.PauseTarget) {
-		return Usage("unknown --pause-target %q (want one of %s)", c.PauseTarget, strings.Join(PauseTargets, ", "))
+		return Usage("unknown --target %q (want one of %s)", c.PauseTarget, strings.Join(PauseTargets, ", "))
 	}
 	if c.PowerTarget == "" {
 		c.PowerTarget = PowerTargets[len(PowerTargets)-1]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
@@ -78,10 +79,13 @@ func RedisClient(addr string, ttl time.Duration) *redis.Client {
 
 // SentinelClient follows the primary that the Sentinels name, as go-redis
 // users of a Sentinel deployment do.
-func SentinelClient(master string, sentinels []string, ttl time.Duration) *redis.Client {
+// dial, when not nil, dials every connection, to the Sentinels and to the
+// primary they name.
+func SentinelClient(master string, sentinels []string, ttl time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Client {
 	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    master,
 		SentinelAddrs: sentinels,
+		Dialer:        dial,
 		MaxRetries:    -1,
 		DialTimeout:   ttl / 2,
 		ReadTimeout:   ttl / 4,

@@ -27,6 +27,9 @@ type Topology struct {
 	// Sentinels watch the Redis primary (redis-sentinel only).
 	Sentinels []string
 	Clients   []string
+	// Store is the lockbench store's node; "" when the lock service keeps
+	// the protected value itself.
+	Store string
 	// Independent is set when the service nodes never talk to each other
 	// (Redlock): only cuts between clients and nodes matter there.
 	Independent bool

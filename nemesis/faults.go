@@ -20,6 +20,8 @@ type Env struct {
 	// Failpoint, when set, is the point of the clients' code where the
 	// faults that strike clients (Kind.Strikes) act.
 	Failpoint string
+	// Link shapes the link fault.
+	Link LinkEnv
 }
 
 // Kind is a fault the harness can inject: one file defines it, and one line
@@ -65,6 +67,7 @@ var Kinds = []Kind{
 	clockKind,
 	partitionKind,
 	failoverKind,
+	linkKind,
 }
 
 // Names are the faults' names, in the order of Kinds.

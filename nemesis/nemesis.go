@@ -36,6 +36,13 @@ type Lasting interface {
 	Lasts(scheduled time.Duration) time.Duration
 }
 
+// Measured is a fault that reads back, just before its heal, what it did
+// from inside the cluster (the toxics a link has, the packets a lossy
+// link dropped); the heal's invoke event carries it as its shape.
+type Measured interface {
+	Measure(ctx context.Context) string
+}
+
 // Inapplicable is a fault that cannot act on this cluster (a clock jump on
 // Go servers); the run records why once and never injects it.
 type Inapplicable interface {
@@ -113,7 +120,11 @@ func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record R
 func heal(f Fault, record Recorder) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	record(history.Event{Process: history.Nemesis, Type: history.Invoke, F: history.Stop, Fault: f.Name()})
+	var seen string
+	if m, ok := f.(Measured); ok {
+		seen = m.Measure(ctx)
+	}
+	record(history.Event{Process: history.Nemesis, Type: history.Invoke, F: history.Stop, Fault: f.Name(), Shape: seen})
 	if err := f.Heal(ctx); err != nil {
 		record(history.Event{Process: history.Nemesis, Type: history.Info, F: history.Stop, Fault: f.Name(), Error: err.Error()})
 		return fmt.Errorf("heal %s: %w", f.Name(), err)

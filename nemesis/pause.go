@@ -85,16 +85,11 @@ func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, erro
 			return Injection{}, err
 		}
 		targets, shape = []string{target}, how
-	case p.Target == TargetAll:
-		targets = p.Holders.Live(p.Clients)
-	case p.Target == TargetRandom:
-		targets = pick(r, p.Holders.Live(p.Clients), 1)
 	default:
-		holder, err := p.Holders.WaitHolder(ctx)
-		if err != nil {
-			return Injection{}, fmt.Errorf("%w: %w", ErrNoTarget, err)
+		var err error
+		if targets, err = aim(ctx, r, p.Holders, p.Clients, p.Target); err != nil {
+			return Injection{}, err
 		}
-		targets = []string{holder}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,6 +97,22 @@ func (p *PauseClient) Inject(ctx context.Context, r *rand.Rand) (Injection, erro
 		return Injection{}, err
 	}
 	return Injection{Shape: shape, Targets: targets}, nil
+}
+
+// aim picks the clients a client fault strikes: the holder (the default,
+// waiting for one), one live client, or every live client.
+func aim(ctx context.Context, r *rand.Rand, h Holders, clients []string, target string) ([]string, error) {
+	switch target {
+	case TargetAll:
+		return h.Live(clients), nil
+	case TargetRandom:
+		return pick(r, h.Live(clients), 1), nil
+	}
+	holder, err := h.WaitHolder(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+	}
+	return []string{holder}, nil
 }
 
 func (p *PauseClient) target() string {

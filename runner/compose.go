@@ -63,7 +63,7 @@ func Compose() ([]byte, error) {
 			continue
 		}
 		f.Networks[topo] = composeNetwork{Internal: true, Labels: labels}
-		st.Networks[topo] = composeEndpoint{Aliases: []string{"store"}}
+		st.Networks[topo] = composeEndpoint{Aliases: []string{storeNode}}
 		var deps []string
 		for _, s := range r.layout.Services {
 			name := serviceName(topo, s.Node.Name)
@@ -82,10 +82,10 @@ func Compose() ([]byte, error) {
 		f.Services[topo+"-c1"] = composeService{
 			Image: "lockbench-node:latest", Command: escape(worker), Hostname: "c1", Labels: labels,
 			Networks:  map[string]composeEndpoint{topo: {Aliases: []string{"c1"}}},
-			DependsOn: append(deps, "store"),
+			DependsOn: append(deps, storeNode),
 		}
 	}
-	f.Services["store"] = st
+	f.Services[storeNode] = st
 	out, err := yaml.Marshal(f)
 	if err != nil {
 		return nil, fmt.Errorf("render compose file: %w", err)

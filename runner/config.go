@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/link"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/store"
 )
@@ -59,6 +60,9 @@ func Validate(c *config.Config) error {
 	if err := b.Check(c); err != nil {
 		return err
 	}
+	if err := checkLink(c); err != nil {
+		return err
+	}
 	if err := checkVariant(b, c); err != nil {
 		return err
 	}
@@ -71,6 +75,47 @@ func Validate(c *config.Config) error {
 		}
 	}
 	return c.CheckTimes()
+}
+
+// checkLink fills in the link fault's defaults (every shape, both paths,
+// a delay of one TTL) and refuses its settings without the fault.
+func checkLink(c *config.Config) error {
+	if c.RTT.D() < 0 {
+		return config.Usage("--rtt must not be negative, got %s", c.RTT.D())
+	}
+	if !c.Has(nemesis.LinkFault) {
+		if len(c.Link) > 0 || c.LinkPath != "" || c.LinkDelay != 0 {
+			return config.Usage("--link, --link-path and --link-delay shape the link fault: add --nemesis %s", nemesis.LinkFault)
+		}
+		return nil
+	}
+	if len(c.Link) == 0 {
+		c.Link = slices.Clone(link.Shapes)
+	}
+	for i, s := range c.Link {
+		if err := link.CheckShape(s); err != nil {
+			return config.Usage("--link: %v", err)
+		}
+		if slices.Contains(c.Link[:i], s) {
+			return config.Usage("--link: %s is asked for twice", s)
+		}
+	}
+	if c.LinkPath == "" {
+		c.LinkPath = link.Both
+	}
+	if err := link.CheckPath(c.LinkPath); err != nil {
+		return config.Usage("--link-path: %v", err)
+	}
+	if c.LinkPath == link.Store && c.Store != config.DefaultStore {
+		return config.Usage("--link-path store: with --store %s the lock service keeps the counter, so a client's links to it are the lock path", c.Store)
+	}
+	if c.LinkDelay == 0 {
+		c.LinkDelay = c.TTL
+	}
+	if c.LinkDelay.D() < 0 {
+		return config.Usage("--link-delay must be positive, got %s", c.LinkDelay.D())
+	}
+	return nil
 }
 
 // Warnings say where a valid configuration is weak: legal, but unlikely to

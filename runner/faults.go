@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
@@ -66,9 +67,13 @@ func (r *run) fitForFaults(services []backends.Service) []backends.Service {
 func (r *run) buildFaults(ctx context.Context) []nemesis.Fault {
 	t := backends.Topology(r.layout)
 	t.Clients = r.clients
+	if r.cfg.Store == config.DefaultStore {
+		t.Store = storeNode
+	}
 	if lead := r.layout.Leader; lead != nil {
 		t.Leader = func(ctx context.Context) (string, error) { return lead(ctx, r.cluster) }
 	}
 	return nemesis.Build(ctx, r.cfg.Nemesis, nemesis.Env{Cluster: r.cluster, Topology: t, Holders: r.holders,
-		PauseTarget: r.cfg.PauseTarget, PowerTarget: r.cfg.PowerTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint})
+		PauseTarget: r.cfg.PauseTarget, PowerTarget: r.cfg.PowerTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint,
+		Link: nemesis.LinkEnv{Shapes: r.cfg.Link, Path: r.cfg.LinkPath, Delay: r.cfg.LinkDelay.D()}})
 }

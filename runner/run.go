@@ -30,7 +30,9 @@ import (
 )
 
 const (
-	storeAddr = "store:7000"
+	// storeNode is the lockbench store's container, storeAddr its address.
+	storeNode = "store"
+	storeAddr = storeNode + ":7000"
 	// storeLogPath is where the store keeps its log inside its container.
 	storeLogPath = "/var/lib/lockbench/store.log"
 	// resultsLabel on the store container names the run's results directory.
@@ -238,7 +240,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	var store []backends.Service
 	if r.cfg.Store == config.DefaultStore {
 		store = []backends.Service{{
-			Node: clusters.Node{Name: "store", Role: "store", Stdin: true, Labels: map[string]string{resultsLabel: abs}, Cmd: []string{
+			Node: clusters.Node{Name: storeNode, Role: "store", Stdin: true, Labels: map[string]string{resultsLabel: abs}, Cmd: []string{
 				"lockbench", "store", "--listen", ":7000", "--fence", string(r.cfg.Fence), "--log", storeLogPath, "--epoch-stdin",
 			}},
 			Probe: []string{"lockbench", "health", "127.0.0.1:7000"},
@@ -456,6 +458,7 @@ func (r *run) workerSpec(name string, seed int64) (string, error) {
 		Process: name, Workload: r.cfg.Workload, Backend: r.cfg.Backend, LockAddrs: r.layout.Addrs,
 		Store: r.cfg.Store, StoreAddr: storeAddr, Key: config.Key, TTL: r.cfg.TTL, Seed: seed, Epoch: r.epoch,
 		Work: r.cfg.Work, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, AcquireTimeout: 5 * r.cfg.TTL, CheckLease: r.cfg.CheckLease,
+		Link: r.cfg.Has(nemesis.LinkFault) || r.cfg.RTT > 0, RTT: r.cfg.RTT,
 		PgLock: r.cfg.PgLock, Variant: r.cfg.Variant, OnLockError: r.cfg.OnLockError,
 		Failpoints: r.cfg.Failpoint != "" || nemesis.ArmsPoints(r.cfg.Nemesis),
 	}.Encode()
@@ -614,5 +617,5 @@ func (r *run) storeLog(ctx context.Context) ([]byte, error) {
 	if k, ok := r.backend.(backends.Keeper); ok && r.cfg.Store == k.Keeps() {
 		return k.StoreLog(ctx, r.cluster, &r.cfg)
 	}
-	return r.cluster.ReadFile(ctx, "store", storeLogPath)
+	return r.cluster.ReadFile(ctx, storeNode, storeLogPath)
 }

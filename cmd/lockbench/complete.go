@@ -11,6 +11,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/link"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/matrix"
 	"github.com/lockbench/lockbench/report"
@@ -30,6 +31,9 @@ var flagValues = map[string][]string{
 	"fence": fences, "fences": fences,
 	"store": runner.Stores(), "stores": runner.Stores(),
 	"pause-target":      config.PauseTargets,
+	"target":            config.PauseTargets,
+	"link":              link.Shapes,
+	"link-path":         link.Paths,
 	"power-target":      config.PowerTargets,
 	"redis-persistence": config.Persistences,
 	"pg-lock":           locks.PgModes,

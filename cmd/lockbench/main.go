@@ -77,6 +77,6 @@ func newRoot() *cobra.Command {
 		Version:       runner.Version(),
 	}
 	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newVersionCmd(), newExportCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
-		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd(), newClockOffsetCmd(), newPowerFSCmd(), newPowerCmd())
+		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd(), newClockOffsetCmd(), newPowerFSCmd(), newPowerCmd(), newLinkCmd())
 	return root
 }

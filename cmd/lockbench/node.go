@@ -24,6 +24,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/link"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/store"
@@ -53,6 +54,11 @@ func newWorkerCmd() *cobra.Command {
 			b, ok := backends.Lookup(spec.Backend)
 			if !ok {
 				return fail(exitUsage, fmt.Errorf("unknown backend %q", spec.Backend))
+			}
+			if spec.Link {
+				if spec, err = routed(spec); err != nil {
+					return fail(exitHarness, err)
+				}
 			}
 			stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer cancel()
@@ -107,6 +113,86 @@ func newWorkerCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// routed starts the client's link proxies and points the spec at them:
+// every address it names, and, through Dial, every address its lock
+// client learns while it runs.
+func routed(spec backends.Spec) (backends.Spec, error) {
+	px, err := link.Start(link.APIAddr, spec.RTT.D())
+	if err != nil {
+		return spec, err
+	}
+	addrs := make([]string, len(spec.LockAddrs))
+	for i, a := range spec.LockAddrs {
+		if addrs[i], err = px.Route(link.Lock, a); err != nil {
+			return spec, err
+		}
+	}
+	spec.LockAddrs = addrs
+	if spec.Store == config.DefaultStore {
+		if spec.StoreAddr, err = px.Route(link.Store, spec.StoreAddr); err != nil {
+			return spec, err
+		}
+	}
+	spec.Dial = px.Dialer(link.Lock)
+	return spec, nil
+}
+
+// newLinkCmd shapes the links of the worker in this container, through its
+// proxies' API: the nemesis runs it with docker exec.
+func newLinkCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "link",
+		Short:  "Shape this container's client links (set, clear, show)",
+		Hidden: true,
+	}
+	var path string
+	var delay time.Duration
+	set := &cobra.Command{
+		Use:  "set SHAPE",
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := link.CheckShape(args[0]); err != nil {
+				return fail(exitUsage, err)
+			}
+			if err := link.CheckPath(path); err != nil {
+				return fail(exitUsage, err)
+			}
+			struck, err := link.Set(link.APIAddr, args[0], path, delay)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			fmt.Println(strings.Join(struck, " "))
+			return nil
+		},
+	}
+	set.Flags().StringVar(&path, "path", link.Both, "links to strike: "+strings.Join(link.Paths, ", "))
+	set.Flags().DurationVar(&delay, "delay", time.Second, "the delay of delay and slow-close")
+	clear := &cobra.Command{
+		Use:  "clear",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := link.Clear(link.APIAddr); err != nil {
+				return fail(exitHarness, err)
+			}
+			return nil
+		},
+	}
+	show := &cobra.Command{
+		Use:  "show",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			out, err := link.Show(link.APIAddr)
+			if err != nil {
+				return fail(exitHarness, err)
+			}
+			fmt.Print(out)
+			return nil
+		},
+	}
+	cmd.AddCommand(set, clear, show)
+	return cmd
 }
 
 func newStoreCmd() *cobra.Command {

@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/images"
+	"github.com/lockbench/lockbench/link"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -33,7 +34,7 @@ type testFlags struct {
 	cfg                                                         config.Config
 	fence, method, mirror, results, work, think                 string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
-	restartDelay, pgIdle                                        time.Duration
+	restartDelay, pgIdle, linkDelay, rtt                        time.Duration
 	ctl                                                         controllerFlag
 }
 
@@ -45,7 +46,14 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
 	f.DurationVar(&t.faultFor, "fault-duration", 0, "how long each fault lasts (default 2×ttl)")
-	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "clients the pause freezes: holder, random, all")
+	f.StringVar(&t.cfg.PauseTarget, "target", "holder", "clients the faults that strike clients (pause, link) strike: holder, random, all")
+	// --target was --pause-target before link faults struck clients too.
+	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "the same as --target")
+	f.Lookup("pause-target").Hidden = true
+	f.StringSliceVar(&t.cfg.Link, "link", nil, "shapes the link fault draws from, one per injection: "+strings.Join(link.Shapes, ", ")+" (default all)")
+	f.StringVar(&t.cfg.LinkPath, "link-path", "", "links the link fault strikes: "+link.Both+" (the default), "+link.Lock+" (to the lock service), "+link.Store+" (to the store)")
+	f.DurationVar(&t.linkDelay, "link-delay", 0, "how long the link fault's delay holds each request (give or take half) and its slow-close holds each close (default the ttl)")
+	f.DurationVar(&t.rtt, "rtt", 0, "a steady round trip on every client link for the whole run, half each way (default none)")
 	f.StringVar(&t.cfg.PowerTarget, "power-target", "all", "service nodes power-loss cuts at once: one, majority, all")
 	f.DurationVar(&t.restartDelay, "restart-delay", 0, "how long a killed node stays down before it is restarted")
 	f.StringVar(&t.cfg.RedisPersistence, "redis-persistence", "none", "Redis persistence: none, everysec, always (AOF)")
@@ -55,7 +63,7 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&t.think, "think", "", "distribution of the time a client waits between a release and its next acquire, in --work's syntax (default none: it acquires again at once)")
 	f.StringVar(&t.work, "work", "", "distribution of the work inside the critical section: uniform:MIN-MAX, fixed:D, or tail:MIN-MAX,1/N,LONG (one section in N works LONG) (default uniform:0-200ms)")
 	f.StringVar(&t.cfg.Variant, "variant", config.Correct, "lock client: "+config.Correct+", or a known-broken variant of the backend's client (see the README's variants table)")
-	f.StringVar(&t.cfg.Failpoint, "failpoint", "", "strike clients at this point of their code instead of at random moments (pause, kill-client): "+
+	f.StringVar(&t.cfg.Failpoint, "failpoint", "", "strike clients at this point of their code instead of at random moments (pause, kill-client, link): "+
 		workloads.FailSection+" (read done, work ahead), "+locks.FailAcquired+" (lock granted, Acquire not returned), "+
 		locks.FailBeforeDelete+" (releasing, delete not sent), "+locks.FailReplyHeld+" (ZooKeeper: the reply to the contender's create held unread, then lost)")
 	f.StringVar(&t.cfg.OnLockError, "on-lock-error", config.FailClosed, "when the lock service cannot be reached: closed (skip the section) or open (write without the lock)")
@@ -102,6 +110,7 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 	cfg.OpTimeout, cfg.CheckTimeout = config.Duration(t.opTimeout), config.Duration(t.checkTO)
 	cfg.RestartDelay = config.Duration(t.restartDelay)
 	cfg.PgIdleTimeout = config.Duration(t.pgIdle)
+	cfg.LinkDelay, cfg.RTT = config.Duration(t.linkDelay), config.Duration(t.rtt)
 	m, err := images.ParseMethod(t.method)
 	if err != nil {
 		return cfg, runner.Options{}, fail(exitUsage, err)
