@@ -87,6 +87,14 @@ func Clear(api string) error {
 			}
 		}
 	}
+	// A heal is proven by reading the proxies back, not assumed.
+	shown, err := Show(api)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(shown, faultPrefix) {
+		return fmt.Errorf("link faults left after the heal:\n%s", shown)
+	}
 	return nil
 }
 

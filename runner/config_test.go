@@ -56,6 +56,13 @@ func TestValidate(t *testing.T) {
 		"clock on etcd":         {func(c *config.Config) { c.Backend, c.Nemesis = "etcd", []string{"clock"} }, "vDSO"},
 		"ttl past limit":        {func(c *config.Config) { c.TimeLimit = config.Duration(2 * time.Second) }, "shorter than --time-limit"},
 		"fault past limit":      {func(c *config.Config) { c.TimeLimit = config.Duration(4 * time.Second) }, "--fault-duration 4s must be shorter"},
+		"link shape, no link":   {func(c *config.Config) { c.Link = []string{"delay"} }, "add --nemesis link"},
+		"link path, no link":    {func(c *config.Config) { c.LinkPath = "store" }, "add --nemesis link"},
+		"unknown link shape":    {func(c *config.Config) { c.Nemesis, c.Link = []string{"link"}, []string{"jam"} }, "unknown link shape"},
+		"link shape twice":      {func(c *config.Config) { c.Nemesis, c.Link = []string{"link"}, []string{"reset", "reset"} }, "reset is asked for twice"},
+		"unknown link path":     {func(c *config.Config) { c.Nemesis, c.LinkPath = []string{"link"}, "sideways" }, "unknown link path"},
+		"store path, kept":      {func(c *config.Config) { c.Backend, c.Store, c.Nemesis, c.LinkPath = "etcd", "etcd", []string{"link"}, "store" }, "keeps the counter"},
+		"negative rtt":          {func(c *config.Config) { c.RTT = config.Duration(-time.Second) }, "--rtt"},
 	}
 	for name, c := range cases {
 		cfg := validConfig()
