@@ -61,8 +61,10 @@ func TestValidate(t *testing.T) {
 		"unknown link shape":    {func(c *config.Config) { c.Nemesis, c.Link = []string{"link"}, []string{"jam"} }, "unknown link shape"},
 		"link shape twice":      {func(c *config.Config) { c.Nemesis, c.Link = []string{"link"}, []string{"reset", "reset"} }, "reset is asked for twice"},
 		"unknown link path":     {func(c *config.Config) { c.Nemesis, c.LinkPath = []string{"link"}, "sideways" }, "unknown link path"},
-		"store path, kept":      {func(c *config.Config) { c.Backend, c.Store, c.Nemesis, c.LinkPath = "etcd", "etcd", []string{"link"}, "store" }, "keeps the counter"},
-		"negative rtt":          {func(c *config.Config) { c.RTT = config.Duration(-time.Second) }, "--rtt"},
+		"store path, kept": {func(c *config.Config) {
+			c.Backend, c.Store, c.Nemesis, c.LinkPath = "etcd", "etcd", []string{"link"}, "store"
+		}, "keeps the counter"},
+		"negative rtt": {func(c *config.Config) { c.RTT = config.Duration(-time.Second) }, "--rtt"},
 	}
 	for name, c := range cases {
 		cfg := validConfig()
