@@ -171,13 +171,48 @@ func TestLinkShapes(t *testing.T) {
 				t.Errorf("dropped %d of %d packets, want some and not all", n, of)
 			}
 		}},
-		{"slow-close", "fault-slow-close(slow_close downstream map[delay:1000])", func(*testing.T, linkRun) {}},
+		// This run also has a steady round trip (--rtt 30ms): every
+		// request of every client, before, during and after the faults,
+		// takes at least that long, and the heal leaves it in place.
+		{"slow-close", "fault-slow-close(slow_close downstream map[delay:1000])", func(t *testing.T, r linkRun) {
+			inv := map[string]int64{}
+			n := 0
+			for _, e := range r.events {
+				if e.Process == history.Nemesis || strings.Contains(e.Process, "/") {
+					continue
+				}
+				k := e.Process + " " + e.F
+				if e.Type == history.Invoke {
+					inv[k] = e.Time
+					continue
+				}
+				if e.Type != history.OK || e.F == history.Acquire {
+					continue
+				}
+				n++
+				if d := e.Time - inv[k]; d < 30e6 {
+					t.Errorf("%s %s took %.1f ms, under the round trip of 30 ms", e.Process, e.F, float64(d)/1e6)
+				}
+			}
+			if n == 0 {
+				t.Error("no request completed")
+			}
+			for _, f := range r.faults {
+				if !strings.Contains(f.seen, "rtt-downstream(latency downstream map[jitter:0 latency:15])") {
+					t.Errorf("read back before the heal: %q, want the round trip", f.seen)
+				}
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.shape, func(t *testing.T) {
 			side(t)
-			res := lockbench(t, nil, "run", "--backend", "redis", "--nemesis", "link", "--link", c.shape, "--link-path", "store",
-				"--ttl", "1s", "--time-limit", "8s", "--nemesis-interval", "2s", "--fault-duration", "2s", "--seed", "3")
+			args := []string{"run", "--backend", "redis", "--nemesis", "link", "--link", c.shape, "--link-path", "store",
+				"--ttl", "1s", "--time-limit", "8s", "--nemesis-interval", "2s", "--fault-duration", "2s", "--seed", "3"}
+			if c.shape == "slow-close" {
+				args = append(args, "--rtt", "30ms")
+			}
+			res := lockbench(t, nil, args...)
 			if res.exit > 1 {
 				t.Fatalf("exit %d, want a verdict", res.exit)
 			}

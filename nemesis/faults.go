@@ -36,8 +36,10 @@ type Kind struct {
 	// New builds the fault for one run, once its containers are up.
 	New func(ctx context.Context, e Env) Fault
 	// NetAdmin is set when the fault sets firewall rules inside the run's
-	// containers, which then need the NET_ADMIN capability.
-	NetAdmin bool
+	// containers, which then need the NET_ADMIN capability; NetAdminFor,
+	// when set, says whether it does with the shapes asked for.
+	NetAdmin    bool
+	NetAdminFor func(l LinkEnv) bool
 	// Disk is set when the fault needs the service nodes' data
 	// directories on the lockbench disk (OnDisk), whose FUSE mount then
 	// needs /dev/fuse and the SYS_ADMIN capability in those nodes only.
@@ -68,6 +70,15 @@ var Kinds = []Kind{
 	partitionKind,
 	failoverKind,
 	linkKind,
+}
+
+// NeedsNetAdmin reports whether the fault, shaped by l, sets firewall
+// rules inside the run's containers.
+func (k Kind) NeedsNetAdmin(l LinkEnv) bool {
+	if k.NetAdminFor != nil {
+		return k.NetAdminFor(l)
+	}
+	return k.NetAdmin
 }
 
 // Names are the faults' names, in the order of Kinds.

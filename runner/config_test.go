@@ -131,3 +131,24 @@ func TestHoldersFollowEvents(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Only the faults that set firewall rules give the run's containers
+// NET_ADMIN: a link fault only when it may make a link lossy.
+func TestCapsFollowFaults(t *testing.T) {
+	for _, c := range []struct {
+		nemesis []string
+		link    []string
+		want    bool
+	}{
+		{[]string{"pause"}, nil, false},
+		{[]string{"partition"}, nil, true},
+		{[]string{"link"}, []string{"delay", "reply-lost", "reset", "slow-close"}, false},
+		{[]string{"link"}, []string{"delay", "loss"}, true},
+		{[]string{"pause", "link"}, []string{"loss"}, true},
+	} {
+		r := &run{cfg: config.Config{Nemesis: c.nemesis, Link: c.link}}
+		if got := r.caps() != nil; got != c.want {
+			t.Errorf("%v with --link %v: NET_ADMIN %v, want %v", c.nemesis, c.link, got, c.want)
+		}
+	}
+}

@@ -11,10 +11,10 @@ import (
 
 // caps is what the run's containers may do beyond Docker's defaults: set
 // firewall rules in their own network namespace, and only when a fault cuts
-// links.
+// links or makes them lossy.
 func (r *run) caps() []string {
 	for _, k := range nemesis.Kinds {
-		if k.NetAdmin && r.cfg.Has(k.Name) {
+		if r.cfg.Has(k.Name) && k.NeedsNetAdmin(r.linkEnv()) {
 			return []string{"NET_ADMIN"}
 		}
 	}
@@ -75,5 +75,10 @@ func (r *run) buildFaults(ctx context.Context) []nemesis.Fault {
 	}
 	return nemesis.Build(ctx, r.cfg.Nemesis, nemesis.Env{Cluster: r.cluster, Topology: t, Holders: r.holders,
 		PauseTarget: r.cfg.PauseTarget, PowerTarget: r.cfg.PowerTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint,
-		Link: nemesis.LinkEnv{Shapes: r.cfg.Link, Path: r.cfg.LinkPath, Delay: r.cfg.LinkDelay.D()}})
+		Link: r.linkEnv()})
+}
+
+// linkEnv is how the run's link fault is shaped.
+func (r *run) linkEnv() nemesis.LinkEnv {
+	return nemesis.LinkEnv{Shapes: r.cfg.Link, Path: r.cfg.LinkPath, Delay: r.cfg.LinkDelay.D()}
 }
