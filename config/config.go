@@ -20,9 +20,12 @@ import (
 // knows.
 var (
 	Workloads = []string{"counter", "set"}
-	// PauseTargets are whom the faults that strike clients (pause, link)
-	// strike (--target).
-	PauseTargets = []string{"holder", "random", "all"}
+	// Targets are the values --target takes: whom a fault that strikes
+	// clients strikes (holder, random, all), and which lock-service nodes
+	// a fault that strikes nodes strikes (one, minority, majority, leader,
+	// all; holder and random draw one of those, holder once a client holds
+	// the lock). Each fault says which it takes (nemesis.Kind.Targets).
+	Targets = []string{"holder", "random", "all", "one", "minority", "majority", "leader"}
 	// PowerTargets are how many service nodes power-loss cuts at once:
 	// one, a majority, or all (the default: a datacenter outage).
 	PowerTargets = []string{"one", "majority", "all"}
@@ -66,7 +69,9 @@ type Config struct {
 	Seed            int64       `json:"seed"`
 	NemesisInterval Duration    `json:"nemesis_interval"`
 	FaultDuration   Duration    `json:"fault_duration"`
-	PauseTarget     string      `json:"pause_target"`
+	// PauseTarget is --target (named for the one fault that took it
+	// first, and so stored in test.json).
+	PauseTarget string `json:"pause_target"`
 	// PowerTarget is how many service nodes power-loss cuts at once.
 	PowerTarget  string   `json:"power_target,omitempty"`
 	RestartDelay Duration `json:"restart_delay"`
@@ -175,8 +180,8 @@ func (c *Config) Check() error {
 	if c.PauseTarget == "" {
 		c.PauseTarget = "holder"
 	}
-	if !slices.Contains(PauseTargets, c.PauseTarget) {
-		return Usage("unknown --target %q (want one of %s)", c.PauseTarget, strings.Join(PauseTargets, ", "))
+	if !slices.Contains(Targets, c.PauseTarget) {
+		return Usage("unknown --target %q (want one of %s)", c.PauseTarget, strings.Join(Targets, ", "))
 	}
 	if c.PowerTarget == "" {
 		c.PowerTarget = PowerTargets[len(PowerTargets)-1]

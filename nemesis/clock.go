@@ -29,7 +29,7 @@ func UnderClock(cmd []string) (env, wrapped []string) {
 // servers that read the wall clock under UnderClock.
 const ClockFault = "clock"
 
-var clockKind = Kind{Name: ClockFault,
+var clockKind = Kind{Name: ClockFault, Targets: NodeTargets,
 	Needs: func(t Topology) string {
 		switch {
 		case len(t.Service) == 0:
@@ -40,7 +40,7 @@ var clockKind = Kind{Name: ClockFault,
 		return ""
 	},
 	New: func(ctx context.Context, e Env) Fault {
-		return &Clock{Cluster: e.Cluster, Topology: e.Topology, TTL: e.TTL, Missing: shimMissing(ctx, e)}
+		return &Clock{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.Target, TTL: e.TTL, Missing: shimMissing(ctx, e)}
 	},
 }
 
@@ -59,6 +59,8 @@ func shimMissing(ctx context.Context, e Env) string {
 type Clock struct {
 	Cluster  Cluster
 	Topology Topology
+	Holders  Holders
+	Target   string // a NodeTargets value; "" is TargetRandom
 	TTL      time.Duration
 	// Missing says why the shim is not in the image, if it is not.
 	Missing string
@@ -79,9 +81,11 @@ func (c *Clock) Inapplicable() string { return c.Missing }
 
 // Inject implements Fault.
 func (c *Clock) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
-	targets := pick(r, c.Topology.Service, 1)
-	if r.IntN(2) == 0 && len(c.Topology.Service) > 2 {
-		targets = minority(r, c.Topology.Service)
+	// Drawn, the jump strikes one node or a minority: a majority of
+	// Redlock's nodes jumping is asked for by name.
+	_, targets, err := nodeShape(ctx, r, c.Topology, c.Holders, c.Target, []string{TargetOne, TargetMinority})
+	if err != nil {
+		return Injection{}, err
 	}
 	jump := 2 * c.TTL
 	c.mu.Lock()

@@ -11,8 +11,8 @@ type Env struct {
 	Cluster  Cluster
 	Topology Topology
 	Holders  Holders
-	// PauseTarget is whom the client pause freezes (TargetHolder, …).
-	PauseTarget string
+	// Target is whom the faults that take --target strike (TargetHolder, …).
+	Target string
 	// PowerTarget is how many nodes lose power at once (PowerAll, …).
 	PowerTarget  string
 	RestartDelay time.Duration
@@ -53,6 +53,10 @@ type Kind struct {
 	// Point, when set, is the failpoint the fault always strikes at: a
 	// lock service whose clients never pass it cannot take the fault.
 	Point string
+	// Targets are the values of --target the fault takes (ClientTargets,
+	// NodeTargets); nil when it picks its targets its own way (a
+	// partition's named shapes, power-loss's --power-target).
+	Targets []string
 }
 
 // Kinds are the faults this build knows, in the order they are healed:

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-var killKind = Kind{Name: "kill", Needs: needsNodes("kill"),
+var killKind = Kind{Name: "kill", Needs: needsNodes("kill"), Targets: NodeTargets,
 	New: func(_ context.Context, e Env) Fault {
-		return &Kill{Cluster: e.Cluster, Topology: e.Topology, RestartDelay: e.RestartDelay}
+		return &Kill{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.Target, RestartDelay: e.RestartDelay}
 	},
 }
 
@@ -20,6 +20,8 @@ var killKind = Kind{Name: "kill", Needs: needsNodes("kill"),
 type Kill struct {
 	Cluster      Cluster
 	Topology     Topology
+	Holders      Holders
+	Target       string // a NodeTargets value; "" is TargetRandom
 	RestartDelay time.Duration
 
 	mu     sync.Mutex
@@ -34,7 +36,7 @@ func (k *Kill) Lasts(time.Duration) time.Duration { return k.RestartDelay }
 
 // Inject implements Fault.
 func (k *Kill) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
-	shape, targets, err := nodeShape(ctx, r, k.Topology)
+	shape, targets, err := nodeShape(ctx, r, k.Topology, k.Holders, k.Target, nodeShapes)
 	if err != nil {
 		return Injection{}, err
 	}

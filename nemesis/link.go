@@ -17,13 +17,13 @@ import (
 // LinkFault is the name of the fault that makes client links slow or lossy.
 const LinkFault = "link"
 
-var linkKind = Kind{Name: LinkFault, Strikes: true,
+var linkKind = Kind{Name: LinkFault, Strikes: true, Targets: ClientTargets,
 	// The proxies need nothing of the kernel; loss is a firewall rule.
 	NetAdminFor: func(l LinkEnv) bool { return slices.Contains(l.Shapes, link.Loss) },
 	// Every run has clients and links to strike, a store's at least.
 	Needs: func(Topology) string { return "" },
 	New: func(_ context.Context, e Env) Fault {
-		return &Link{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.PauseTarget,
+		return &Link{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.Target,
 			Failpoint: e.Failpoint, Shapes: e.Link.Shapes, Path: e.Link.Path, Delay: e.Link.Delay}
 	},
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -31,19 +32,34 @@ type Holders interface {
 	WaitGrant(ctx context.Context) (string, error)
 }
 
-// Client pause targets.
+// Targets (--target). A fault that strikes clients strikes the holder,
+// one client or all of them; a fault that strikes lock-service nodes
+// strikes one, a minority, a majority, the leader or all of them, or,
+// for holder and random, one of those shapes drawn from the seed (holder
+// once a client holds the lock).
 const (
-	TargetHolder = "holder" // the client that holds the lock
-	TargetRandom = "random" // any one client
-	TargetAll    = "all"    // every client
+	TargetHolder   = "holder"
+	TargetRandom   = "random"
+	TargetAll      = "all"
+	TargetOne      = "one"
+	TargetMinority = "minority"
+	TargetMajority = "majority"
+	TargetLeader   = "leader"
 )
 
-var pauseKind = Kind{Name: "pause", Outlived: true, Strikes: true,
+// ClientTargets and NodeTargets are the targets the faults that strike
+// clients and nodes take.
+var (
+	ClientTargets = []string{TargetHolder, TargetRandom, TargetAll}
+	NodeTargets   = []string{TargetHolder, TargetRandom, TargetOne, TargetMinority, TargetMajority, TargetLeader, TargetAll}
+)
+
+var pauseKind = Kind{Name: "pause", Outlived: true, Strikes: true, Targets: ClientTargets,
 	// Clients that take no lock are frozen inside their section: every
 	// backend has clients.
 	Needs: func(Topology) string { return "" },
 	New: func(_ context.Context, e Env) Fault {
-		return &PauseClient{Nodes: e.Cluster, Holders: e.Holders, Clients: e.Topology.Clients, Target: e.PauseTarget, Failpoint: e.Failpoint}
+		return &PauseClient{Nodes: e.Cluster, Holders: e.Holders, Clients: e.Topology.Clients, Target: e.Target, Failpoint: e.Failpoint}
 	},
 }
 
@@ -177,8 +193,10 @@ func healEach(set map[string]bool, heal func(string) error) error {
 	return first
 }
 
-var pauseNodeKind = Kind{Name: "pause-node", Outlived: true, Needs: needsNodes("pause-node"),
-	New: func(_ context.Context, e Env) Fault { return &PauseNode{Cluster: e.Cluster, Topology: e.Topology} },
+var pauseNodeKind = Kind{Name: "pause-node", Outlived: true, Needs: needsNodes("pause-node"), Targets: NodeTargets,
+	New: func(_ context.Context, e Env) Fault {
+		return &PauseNode{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.Target}
+	},
 }
 
 // PauseNode freezes lock-service nodes whole (docker pause): one, a
@@ -186,6 +204,8 @@ var pauseNodeKind = Kind{Name: "pause-node", Outlived: true, Needs: needsNodes("
 type PauseNode struct {
 	Cluster  Cluster
 	Topology Topology
+	Holders  Holders
+	Target   string // a NodeTargets value; "" is TargetRandom
 
 	mu     sync.Mutex
 	paused map[string]bool
@@ -196,7 +216,7 @@ func (p *PauseNode) Name() string { return "pause-node" }
 
 // Inject implements Fault.
 func (p *PauseNode) Inject(ctx context.Context, r *rand.Rand) (Injection, error) {
-	shape, targets, err := nodeShape(ctx, r, p.Topology)
+	shape, targets, err := nodeShape(ctx, r, p.Topology, p.Holders, p.Target, nodeShapes)
 	if err != nil {
 		return Injection{}, err
 	}
@@ -215,20 +235,39 @@ func (p *PauseNode) Heal(ctx context.Context) error {
 	return healEach(p.paused, func(n string) error { return p.Cluster.Unpause(ctx, n) })
 }
 
-// nodeShape picks which service nodes a node fault hits: one, a minority, a
-// majority, or the leader when the service has one.
-func nodeShape(ctx context.Context, r *rand.Rand, t Topology) (string, []string, error) {
-	shapes := []string{"one", "minority", "majority"}
-	if t.Leader != nil {
-		shapes = append(shapes, "leader")
+// nodeShapes are the shapes a node fault draws from for TargetHolder and
+// TargetRandom: one, a minority, a majority, or the leader when the
+// service has one.
+var nodeShapes = []string{TargetOne, TargetMinority, TargetMajority, TargetLeader}
+
+// nodeShape picks which service nodes a node fault hits: the shape target
+// names, or for TargetHolder and TargetRandom one of shapes, drawn from r
+// (for TargetHolder once a client holds the lock, so that the fault
+// strikes while a lease is running).
+func nodeShape(ctx context.Context, r *rand.Rand, t Topology, h Holders, target string, shapes []string) (string, []string, error) {
+	shape := target
+	if target == TargetHolder || target == TargetRandom || target == "" {
+		if target == TargetHolder {
+			if _, err := h.WaitHolder(ctx); err != nil {
+				return "", nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+			}
+		}
+		if t.Leader == nil {
+			shapes = without(shapes, []string{TargetLeader})
+		}
+		shape = shapes[r.IntN(len(shapes))]
 	}
-	shape := shapes[r.IntN(len(shapes))]
 	switch shape {
-	case "minority":
+	case TargetMinority:
 		return shape, minority(r, t.Service), nil
-	case "majority":
+	case TargetMajority:
 		return shape, majority(r, t.Service), nil
-	case "leader":
+	case TargetAll:
+		return shape, slices.Clone(t.Service), nil
+	case TargetLeader:
+		if t.Leader == nil {
+			return "", nil, fmt.Errorf("%w: the lock service has no leader", ErrNoTarget)
+		}
 		l, err := t.Leader(ctx)
 		if err != nil {
 			return "", nil, fmt.Errorf("%w: find the leader: %w", ErrNoTarget, err)

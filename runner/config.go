@@ -74,7 +74,37 @@ func Validate(c *config.Config) error {
 			return config.Usage("nothing for the fault to act on: %s", why)
 		}
 	}
+	if err := checkTarget(b, c); err != nil {
+		return err
+	}
 	return c.CheckTimes()
+}
+
+// checkTarget refuses a --target that a fault of the run cannot take (a
+// node's shape for a fault that strikes clients, a leader where the
+// service has none), or that no fault of the run takes at all.
+func checkTarget(b backends.Backend, c *config.Config) error {
+	if !c.Faulted() {
+		return nil
+	}
+	taken := false
+	for _, f := range c.Nemesis {
+		k, _ := nemesis.Lookup(f)
+		if k.Targets == nil {
+			continue
+		}
+		if !slices.Contains(k.Targets, c.PauseTarget) {
+			return config.Usage("--target %s: %s takes %s", c.PauseTarget, f, strings.Join(k.Targets, ", "))
+		}
+		taken = true
+	}
+	if !taken && c.PauseTarget != nemesis.TargetHolder {
+		return config.Usage("--target %s: no fault of this run takes a target (%s pick their own)", c.PauseTarget, strings.Join(c.Nemesis, ", "))
+	}
+	if c.PauseTarget == nemesis.TargetLeader && b.Layout(c).Leader == nil {
+		return config.Usage("--target leader: %s has no leader", c.Backend)
+	}
+	return nil
 }
 
 // checkLink fills in the link fault's defaults (every shape, both paths,

@@ -64,7 +64,13 @@ func TestValidate(t *testing.T) {
 		"store path, kept": {func(c *config.Config) {
 			c.Backend, c.Store, c.Nemesis, c.LinkPath = "etcd", "etcd", []string{"link"}, "store"
 		}, "keeps the counter"},
-		"negative rtt": {func(c *config.Config) { c.RTT = config.Duration(-time.Second) }, "--rtt"},
+		"node target, pause": {func(c *config.Config) { c.PauseTarget = "leader" }, "pause takes holder, random, all"},
+		"target, no taker":   {func(c *config.Config) { c.Nemesis, c.PauseTarget = []string{"partition"}, "all" }, "no fault of this run takes a target"},
+		"leaderless leader": {func(c *config.Config) {
+			c.Backend, c.Nodes, c.Nemesis, c.PauseTarget = "redlock", 5, []string{"kill"}, "leader"
+		}, "redlock has no leader"},
+		"unknown target": {func(c *config.Config) { c.PauseTarget = "everyone" }, "unknown --target"},
+		"negative rtt":   {func(c *config.Config) { c.RTT = config.Duration(-time.Second) }, "--rtt"},
 	}
 	for name, c := range cases {
 		cfg := validConfig()

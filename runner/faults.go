@@ -74,7 +74,7 @@ func (r *run) buildFaults(ctx context.Context) []nemesis.Fault {
 		t.Leader = func(ctx context.Context) (string, error) { return lead(ctx, r.cluster) }
 	}
 	return nemesis.Build(ctx, r.cfg.Nemesis, nemesis.Env{Cluster: r.cluster, Topology: t, Holders: r.holders,
-		PauseTarget: r.cfg.PauseTarget, PowerTarget: r.cfg.PowerTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint,
+		Target: r.cfg.PauseTarget, PowerTarget: r.cfg.PowerTarget, RestartDelay: r.cfg.RestartDelay.D(), TTL: r.cfg.TTL.D(), Failpoint: r.cfg.Failpoint,
 		Link: r.linkEnv()})
 }
 

@@ -35,7 +35,7 @@ func TestCompletionValues(t *testing.T) {
 		{[]string{"run", "--fence", ""}, "none writes all"},
 		{[]string{"run", "--store", ""}, "lockbench etcd postgres"},
 		{[]string{"run", "--pg-lock", ""}, "session xact"},
-		{[]string{"run", "--pause-target", ""}, "holder random all"},
+		{[]string{"run", "--target", ""}, "holder random all one minority majority leader"},
 		{[]string{"run", "--failpoint", ""}, "section acquired before-delete reply-held"},
 		{[]string{"run", "--variant", "cr"}, "create-retry"},
 		{[]string{"run", "--nemesis", "r"}, "reply-lost"},

@@ -46,7 +46,7 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
 	f.DurationVar(&t.faultFor, "fault-duration", 0, "how long each fault lasts (default 2×ttl)")
-	f.StringVar(&t.cfg.PauseTarget, "target", "holder", "clients the faults that strike clients (pause, link) strike: holder, random, all")
+	f.StringVar(&t.cfg.PauseTarget, "target", "holder", "whom faults strike: clients (pause, link): holder, random, all; lock-service nodes (pause-node, kill, clock): one, minority, majority, leader, all, or holder and random, which draw one of those (holder once a client holds the lock)")
 	// --target was --pause-target before link faults struck clients too.
 	f.StringVar(&t.cfg.PauseTarget, "pause-target", "holder", "the same as --target")
 	f.Lookup("pause-target").Hidden = true
