@@ -106,7 +106,7 @@ func (e *Engine) RemoveRuns(ctx context.Context, runID string) ([]Leftover, erro
 	ns, err := e.NetworkList(ctx, network.ListOptions{Filters: f})
 	keep(err)
 	for _, n := range ns {
-		if err := e.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
+		if err := e.removeNetwork(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
 			keep(fmt.Errorf("remove network %s: %w", n.Name, err))
 			continue
 		}
@@ -124,4 +124,23 @@ func name(names []string) string {
 		n = n[1:]
 	}
 	return n
+}
+
+// removeNetwork removes a network, trying again for a few seconds while
+// the engine still counts an endpoint of a container it has just removed
+// ("has active endpoints"): the engine releases endpoints after it
+// answers the container's removal, so the first try can race it.
+func (e *Engine) removeNetwork(ctx context.Context, id string) error {
+	var err error
+	for try := 0; try < 20; try++ {
+		if err = e.NetworkRemove(ctx, id); err == nil || !strings.Contains(err.Error(), "active endpoints") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return err
 }

@@ -209,8 +209,16 @@ func TestLinkShapes(t *testing.T) {
 			side(t)
 			args := []string{"run", "--backend", "redis", "--nemesis", "link", "--link", c.shape, "--link-path", "store",
 				"--ttl", "1s", "--time-limit", "8s", "--nemesis-interval", "2s", "--fault-duration", "2s", "--seed", "3"}
-			if c.shape == "slow-close" {
+			switch c.shape {
+			case "slow-close":
 				args = append(args, "--rtt", "30ms")
+			case "reply-lost":
+				// Struck at failpoint section, the holder's next request is
+				// its write: the request whose reply is lost is one the
+				// store applies. (Struck at random, it is often the read.)
+				// Waiting for the point can put the strike late: 10 s leave
+				// time after its heal to see the links work again.
+				args = append(args, "--failpoint", "section", "--time-limit", "10s")
 			}
 			res := lockbench(t, nil, args...)
 			if res.exit > 1 {
