@@ -443,14 +443,8 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// checkDamage holds the lost-updates checker's numbers to the run's own
-// files, worked out here the plain way: missing is acknowledged plus
-// applied-with-unknown-outcome minus final, and the lost acknowledged
-// writes are those outside the final value's ancestry, where each write
-// descends from the last write before its writer's read in store.log.
-// When a later write restored every regression, the writes lost are
-// exactly the stale writers' own.
-func checkDamage(t *testing.T, dir string, lost, fence checkers.Result) {
+// readRun reads a run's history and the store's log, as they were written.
+func readRun(t *testing.T, dir string) ([]history.Event, []store.Entry) {
 	t.Helper()
 	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
@@ -460,6 +454,19 @@ func checkDamage(t *testing.T, dir string, lost, fence checkers.Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return events, log
+}
+
+// checkDamage holds the lost-updates checker's numbers to the run's own
+// files, worked out here the plain way: missing is acknowledged plus
+// applied-with-unknown-outcome minus final, and the lost acknowledged
+// writes are those outside the final value's ancestry, where each write
+// descends from the last write before its writer's read in store.log.
+// When a later write restored every regression, the writes lost are
+// exactly the stale writers' own.
+func checkDamage(t *testing.T, dir string, lost, fence checkers.Result) {
+	t.Helper()
+	events, log := readRun(t, dir)
 	outcome := map[string]history.Type{} // write req -> ok, fail or info
 	readOf := map[string]string{}        // write req -> its section's read
 	lastRead := map[string]string{}

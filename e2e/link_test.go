@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/store"
 )
 
@@ -42,14 +40,7 @@ func (r linkRun) within(e history.Event, inv map[string]int64) (linkFault, bool)
 
 func readLinkRun(t *testing.T, dir string) linkRun {
 	t.Helper()
-	events, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := store.ReadLogFile(filepath.Join(dir, rundir.StoreFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, entries := readRun(t, dir)
 	r := linkRun{events: events, log: map[string]store.Entry{}}
 	for _, e := range entries {
 		r.log[e.Req] = e

@@ -2,8 +2,8 @@ package link
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -122,11 +122,4 @@ func Show(api string) (string, error) {
 	return b.String(), nil
 }
 
-func sorted(m map[string]*toxiclient.Proxy) []string {
-	out := make([]string, 0, len(m))
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func sorted(m map[string]*toxiclient.Proxy) []string { return slices.Sorted(maps.Keys(m)) }

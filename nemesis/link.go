@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -207,14 +208,9 @@ func (l *Link) Heal(ctx context.Context) error {
 	return errors.Join(disarmErr, err, lossErr)
 }
 
-func sortedSet(s map[string]bool) []string {
-	out := make([]string, 0, len(s))
-	for n := range s {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
+// sortedSet is the nodes of a set, in order: faults act on them in the
+// same order every run.
+func sortedSet(s map[string]bool) []string { return slices.Sorted(maps.Keys(s)) }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", " | ")), " ")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -175,13 +174,8 @@ func hitEach(set *map[string]bool, targets []string, hit func(string) error) err
 // healEach undoes a fault on every node in set, forgetting those it healed;
 // it returns the first error after trying them all.
 func healEach(set map[string]bool, heal func(string) error) error {
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var first error
-	for _, n := range names {
+	for _, n := range sortedSet(set) {
 		if err := heal(n); err != nil {
 			if first == nil {
 				first = err
