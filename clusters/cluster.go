@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -298,6 +299,12 @@ func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string,
 		return "", err
 	}
 	ex, err := c.eng.ContainerExecCreate(ctx, n.ID, container.ExecOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if cerrdefs.IsConflict(err) {
+		// The engine refuses an exec in a container that is not running
+		// (409): said apart, so that a caller undoing something in a node
+		// that has since died can tell there is nothing left to undo.
+		return "", fmt.Errorf("exec in %s: %w: %w", name, ErrNotRunning, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("exec in %s: %w", name, err)
 	}
@@ -319,6 +326,9 @@ func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string,
 	}
 	return out.String(), nil
 }
+
+// ErrNotRunning marks an Exec in a node whose container is not running.
+var ErrNotRunning = errors.New("the container is not running")
 
 // WaitReady runs probe in the node until it succeeds or timeout passes, and
 // returns what the successful probe printed. The probe is retried inside
