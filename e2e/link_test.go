@@ -198,7 +198,14 @@ func TestLinkShapes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.shape, func(t *testing.T) {
 			side(t)
+			// The clients think between sections: with none, a client
+			// that lets the lock go takes it straight back (its next
+			// acquire comes a round trip later, a waiting client's up to
+			// 30 ms later), and the struck client may wait out the rest
+			// of the run for it, with no request to prove the heal by
+			// (CI saw that once).
 			args := []string{"run", "--backend", "redis", "--nemesis", "link", "--link", c.shape, "--link-path", "store",
+				"--think", "fixed:100ms",
 				"--ttl", "1s", "--time-limit", "8s", "--nemesis-interval", "2s", "--fault-duration", "2s", "--seed", "3"}
 			switch c.shape {
 			case "slow-close":
