@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
 )
@@ -278,7 +277,13 @@ func TestLinkDelayedWrite(t *testing.T) {
 			rep := readReport(t, res.dir)
 			lost, fenced := checker(t, rep, "lost-updates"), checker(t, rep, "fence")
 			if fence == "none" {
-				if res.exit != 1 || lost.Valid != checkers.Invalid || lost.Counts["lost_acknowledged"] == 0 || fenced.Counts["stale_accepted"] == 0 {
+				// The late write overwrites acknowledged increments: they
+				// stay lost, or a writer whose read came before it writes
+				// them back (CI saw that once), which lost-updates counts
+				// as a repaired regression while fence still finds the
+				// stale write the store accepted.
+				overwrote := lost.Counts["lost_acknowledged"] > 0 || lost.Counts["regressions"] > 0
+				if res.exit != 1 || !overwrote || fenced.Counts["stale_accepted"] == 0 {
 					t.Fatalf("exit %d, lost-updates %s %v, fence %v: want the late write to overwrite an acknowledged increment", res.exit, lost.Valid, lost.Counts, fenced.Counts)
 				}
 				return
