@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/matrix"
 	"github.com/lockbench/lockbench/rundir"
@@ -94,7 +95,15 @@ func TestBackendsUnderPause(t *testing.T) {
 			side(t)
 			args := append([]string{"run", "--nemesis", "pause", "--time-limit", "30s", "--seed", "22"}, c.args...)
 			r := lockbench(t, nil, args...)
-			defer assertNothingLeft(t, r.runID)
+			assertNothingLeft(t, r.runID)
+			if r.exit == 0 && c.want == 1 && strings.Contains(r.stdout+r.stderr, checkers.WeakEvidence) {
+				// The run itself says it proved nothing: no pause found a
+				// holder (CI once saw that on a loaded machine). One more
+				// seed, so the test asserts a catch within two runs.
+				t.Logf("no pause reached a holder with seed 22; once more with seed 23")
+				r = lockbench(t, nil, append(args, "--seed", "23")...)
+				assertNothingLeft(t, r.runID)
+			}
 			if r.exit != c.want {
 				t.Fatalf("exit %d, want %d", r.exit, c.want)
 			}

@@ -218,8 +218,12 @@ func TestLinkShapes(t *testing.T) {
 				args = append(args, "--failpoint", "section", "--time-limit", "10s")
 			}
 			res := lockbench(t, nil, args...)
-			if res.exit > 1 {
-				t.Fatalf("exit %d, want a verdict", res.exit)
+			// What the shapes prove is in the cluster and the history,
+			// not in the verdict; unknown is one (CI saw progress unknown
+			// under --rtt 30ms: four sections before an early first
+			// fault, where the checker needs five to judge a stall).
+			if res.exit > 2 {
+				t.Fatalf("exit %d, want a verdict (valid, invalid or unknown)", res.exit)
 			}
 			assertNothingLeft(t, res.runID)
 			r := readLinkRun(t, res.dir)

@@ -45,7 +45,18 @@ func TestVariants(t *testing.T) {
 				t.Skipf("%s survives every fault this build has: %s", m.Variant, m.Survives)
 			}
 			inCluster := clusterChecks[m.Variant]
-			v := variantRun(t, append(append([]string{"run"}, common...), m.Args(m.Variant)...), inCluster.variant)
+			args := append(append([]string{"run"}, common...), m.Args(m.Variant)...)
+			v := variantRun(t, args, inCluster.variant)
+			if v.exit == 0 && inCluster.variant == nil {
+				// Whether a strike opens the window is timing the harness
+				// does not command (CI once saw shared-key's frozen holder
+				// resume with its lease still alive, as an etcd leader
+				// change extends every lease): one more seed, so the test
+				// asserts a catch within two runs. The rate over many is
+				// `make mutants`'s to measure.
+				t.Logf("%s: judged valid with seed 1; once more with seed 2", m.Variant)
+				v = variantRun(t, append(args, "--seed", "2"), nil)
+			}
 			if v.exit != 1 {
 				t.Errorf("%s: exit %d, want 1 (invalid)", m.Variant, v.exit)
 			}
