@@ -188,8 +188,18 @@ func TestPowerLoss(t *testing.T) {
 				}
 				t.Logf("seed %s: exit %d, exclusion %s (%s): the cut fell where no lease was valid; next seed", c.seeds[i], r.exit, ex.Valid, ex.Summary)
 			}
+			// A valid case whose every seed completed too few sections
+			// before its cut for progress to judge is judged on the rest:
+			// its claim is that no two leases overlapped, and progress
+			// unknown says only that liveness went untested (CI saw 4, 2
+			// and 2 sections before the cut with the 4 s sections of the
+			// delayed Redlock case).
+			onlyLiveness := c.valid && r.exit == 2 && onlyProgressUnknown(rep)
+			if onlyLiveness {
+				t.Logf("every seed too short before its cut to judge progress; judged on the other checkers")
+			}
 			switch {
-			case c.valid && (r.exit != 0 || ex.Valid != checkers.Valid):
+			case c.valid && (r.exit != 0 && !onlyLiveness || ex.Valid != checkers.Valid):
 				t.Fatalf("exit %d, exclusion %s: want valid", r.exit, ex.Valid)
 			case !c.valid && (r.exit != 1 || ex.Valid != checkers.Invalid || len(ex.Anomalies) == 0 || len(ex.Anomalies[0].Clients) != 2):
 				t.Fatalf("exit %d, exclusion %s %+v: want two holders", r.exit, ex.Valid, ex.Anomalies)

@@ -272,8 +272,11 @@ func TestZooKeeperRuns(t *testing.T) {
 		args []string
 		want int // -1: any verdict
 	}{
-		{"pause-unfenced", []string{"--nemesis", "pause", "--fence", "none", "--seed", "32"}, 1},
-		{"pause-fenced", []string{"--nemesis", "pause", "--fence", "all", "--seed", "32"}, 0},
+		// The pauses strike at failpoint section, between the holder's
+		// read and its write: a holder frozen at a random moment often
+		// has nothing left to write (CI saw both pauses of a run miss).
+		{"pause-unfenced", []string{"--nemesis", "pause", "--failpoint", "section", "--fence", "none", "--seed", "32"}, 1},
+		{"pause-fenced", []string{"--nemesis", "pause", "--failpoint", "section", "--fence", "all", "--seed", "32"}, 0},
 		{"pause-node-partition", []string{"--nemesis", "pause-node,partition", "--fence", "all", "--seed", zkLeaderSeed}, -1},
 	}
 	for _, c := range cases {
