@@ -313,8 +313,7 @@ func TestFaultRunsFindTwoHolders(t *testing.T) {
 	} {
 		t.Run(strings.Join(c.args[1:], "-"), func(t *testing.T) {
 			side(t)
-			r := lockbench(t, nil, append([]string{"run", "--time-limit", "25s", "--seed", "41"}, c.args...)...)
-			defer assertNothingLeft(t, r.runID)
+			r := mustCatch(t, nil, 41, append([]string{"run", "--time-limit", "25s"}, c.args...)...)
 			if r.exit != 1 {
 				t.Fatalf("exit %d, want 1 (invalid)", r.exit)
 			}
