@@ -163,10 +163,33 @@ func TestLinkShapes(t *testing.T) {
 		}},
 		// This run also has a steady round trip (--rtt 30ms): every
 		// request of every client, before, during and after the faults,
-		// takes at least that long, and the heal leaves it in place.
+		// takes at least that long, and the heal leaves it in place. The
+		// one exception is Toxiproxy's: setting or clearing a toxic on a
+		// link rebuilds its chain, and a latency toxic forwards what it
+		// holds at once when interrupted, so a request of the struck
+		// client in flight as the nemesis changed its link may skip the
+		// rest of its delay (CI saw a write take 24 ms). Those, in the
+		// second before each of that client's fault events (the event is
+		// recorded once the change is read back), are left out.
 		{"slow-close", "fault-slow-close(slow_close downstream map[delay:1000])", func(t *testing.T, r linkRun) {
+			changed := map[string][]int64{} // client → its link's changes
+			for _, e := range r.events {
+				if e.Process == history.Nemesis && e.Type == history.Info {
+					for _, c := range e.Targets {
+						changed[c] = append(changed[c], e.Time)
+					}
+				}
+			}
+			nearChange := func(client string, from, to int64) bool {
+				for _, at := range changed[client] {
+					if from <= at+200e6 && to >= at-1e9 {
+						return true
+					}
+				}
+				return false
+			}
 			inv := map[string]int64{}
-			n := 0
+			n, spared := 0, 0
 			for _, e := range r.events {
 				if e.Process == history.Nemesis || strings.Contains(e.Process, "/") {
 					continue
@@ -179,13 +202,18 @@ func TestLinkShapes(t *testing.T) {
 				if e.Type != history.OK || e.F == history.Acquire {
 					continue
 				}
+				if nearChange(e.Process, inv[k], e.Time) {
+					spared++
+					continue
+				}
 				n++
 				if d := e.Time - inv[k]; d < 30e6 {
 					t.Errorf("%s %s took %.1f ms, under the round trip of 30 ms", e.Process, e.F, float64(d)/1e6)
 				}
 			}
-			if n == 0 {
-				t.Error("no request completed")
+			t.Logf("%d requests held to the round trip, %d in flight near a change of their link left out", n, spared)
+			if n == 0 || spared > n/4 {
+				t.Errorf("%d requests held to the round trip, %d left out: want most of them held", n, spared)
 			}
 			for _, f := range r.faults {
 				if !strings.Contains(f.seen, "rtt-downstream(latency downstream map[jitter:0 latency:15])") {
