@@ -124,12 +124,21 @@ func lockbench(t *testing.T, env []string, args ...string) result {
 // run must leave nothing behind. args must not name --seed.
 func mustCatch(t *testing.T, env []string, seed int, args ...string) result {
 	t.Helper()
-	r := lockbench(t, env, append(args, "--seed", strconv.Itoa(seed))...)
-	assertNothingLeft(t, r.runID)
+	return catchWithin2(t, seed, func(args ...string) result {
+		r := lockbench(t, env, args...)
+		assertNothingLeft(t, r.runID)
+		return r
+	}, args...)
+}
+
+// catchWithin2 is mustCatch with the run made by run, given args and a
+// --seed.
+func catchWithin2(t *testing.T, seed int, run func(args ...string) result, args ...string) result {
+	t.Helper()
+	r := run(append(args, "--seed", strconv.Itoa(seed))...)
 	if r.exit == 0 {
 		t.Logf("judged valid with seed %d; once more with seed %d", seed, seed+1)
-		r = lockbench(t, env, append(args, "--seed", strconv.Itoa(seed+1))...)
-		assertNothingLeft(t, r.runID)
+		r = run(append(args, "--seed", strconv.Itoa(seed+1))...)
 	}
 	return r
 }
