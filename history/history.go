@@ -44,6 +44,12 @@ const (
 	// Nemesis operations: a fault starts and a fault is healed.
 	Start = "start"
 	Stop  = "stop"
+	// Healthy is a lone nemesis event recorded after a fault's heal, once
+	// the service answers the checks bring-up uses again (info), or once
+	// the bound on that wait ran out (fail, with the reason): a fault is in
+	// force until its healthy, since a healed node that has not come back
+	// still keeps the lock from everyone.
+	Healthy = "healthy"
 )
 
 // Nemesis is the process name of the fault injector.
@@ -84,7 +90,7 @@ func operation(f string) (known, lone bool) {
 	switch f {
 	case Acquire, Read, Write, Release, Renew, Start, Stop:
 		return true, false
-	case LeaseLost:
+	case LeaseLost, Healthy:
 		return true, true
 	}
 	return false, false
@@ -348,7 +354,12 @@ func (e Event) validate() error {
 	if e.Time < 0 {
 		return fmt.Errorf("event %d: negative time %d", e.Index, e.Time)
 	}
-	if lone && e.Type != Info {
+	switch {
+	case e.F == Healthy && e.Process != Nemesis:
+		return fmt.Errorf("event %d: %s is the nemesis's event, not %s's", e.Index, e.F, e.Process)
+	case e.F == Healthy && e.Type != Info && e.Type != Fail:
+		return fmt.Errorf("event %d: %s is a lone event and must be info or fail, not %s", e.Index, e.F, e.Type)
+	case lone && e.F != Healthy && e.Type != Info:
 		return fmt.Errorf("event %d: %s is a lone event and must be info, not %s", e.Index, e.F, e.Type)
 	}
 	return nil
