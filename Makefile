@@ -14,8 +14,8 @@ all: build
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 VERSION  := $(shell git describe --tags --exact-match 2>/dev/null || \
               TZ=UTC git show -s --abbrev=12 --date=format-local:%Y%m%d%H%M%S --format=v0.0.0-%cd-%h HEAD 2>/dev/null)
-LDFLAGS  := -X github.com/lockbench/lockbench/runner.linkedVersion=$(VERSION) \
-            -X github.com/lockbench/lockbench/runner.linkedRevision=$(REVISION)
+LDFLAGS  := -X github.com/lockbench/lockbench/verdict.linkedVersion=$(VERSION) \
+            -X github.com/lockbench/lockbench/verdict.linkedRevision=$(REVISION)
 build:
 	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lockbench
 

@@ -162,6 +162,16 @@ func Lookup(name string) (Backend, bool) {
 	return nil, false
 }
 
+// LeaseOf is the lease model of the lock a run configured as cfg judges
+// its exclusion by, as its backend supplies it.
+func LeaseOf(cfg config.Config) checkers.Lease {
+	b, ok := Lookup(cfg.Backend)
+	if !ok {
+		return checkers.Lease{None: fmt.Sprintf("this lockbench knows no lock service %q, so neither how its leases expire", cfg.Backend)}
+	}
+	return b.Lease(int64(cfg.TTL.D()))
+}
+
 // Help lists the backends with what each is, for --backend.
 func Help() string {
 	var parts []string

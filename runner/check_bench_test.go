@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checkers/simulate"
+	"github.com/lockbench/lockbench/internal/runtest"
 	"github.com/lockbench/lockbench/rundir"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkCheckLongRun(b *testing.B) {
 		b.Skip("no python3 for the floor")
 	}
 	dir := b.TempDir()
-	writeGeneratedRun(b, dir, simulate.Spec{Events: 1e6, Clients: 5})
+	runtest.WriteGenerated(b, dir, simulate.Spec{Events: 1e6, Clients: 5})
 	var ours, floor time.Duration
 	var peak int64
 	for b.Loop() {

@@ -27,6 +27,7 @@ import (
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 const (
@@ -129,7 +130,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		ctl.Host = "unknown"
 	}
 	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image, Controller: ctl,
-		Images: others, Versions: map[string]string{"lockbench": Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
+		Images: others, Versions: map[string]string{"lockbench": verdict.Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
 	dir := rundir.Path(opts.Results, test.Name, test.Start)
 	if err := os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
@@ -164,7 +165,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 			return
 		}
 		var cerr error
-		rep, cerr = Check(dir, cfg.CheckTimeout.D())
+		rep, cerr = verdict.Check(dir, verdict.Options{LinearTimeout: cfg.CheckTimeout.D(), Lease: backends.LeaseOf})
 		r.phase("check")
 		if cerr != nil && err == nil {
 			err = cerr
@@ -572,7 +573,7 @@ func (r *run) teardown() error {
 	errs = append(errs, r.hist.Close())
 	// The history was written as events arrived, so that a frozen client
 	// held nothing back; it ends in time order.
-	if _, err := timeOrdered(r.dir); err != nil && !errors.Is(err, history.ErrTruncated) {
+	if _, err := verdict.History(r.dir); err != nil {
 		errs = append(errs, fmt.Errorf("history in time order: %w", err))
 	}
 	return errors.Join(errs...)

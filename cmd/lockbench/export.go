@@ -11,7 +11,7 @@ import (
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
-	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func newExportCmd() *cobra.Command {
@@ -32,9 +32,9 @@ func newExportCmd() *cobra.Command {
 			if test.Config.Workload != "counter" {
 				return fail(exitUsage, fmt.Errorf("%s is a %s run: Knossos's register model fits the counter workload only", dir, test.Config.Workload))
 			}
-			events, err := runner.History(dir)
+			events, err := verdict.History(dir)
 			switch {
-			case runner.IsBadInput(err):
+			case verdict.IsBadInput(err):
 				return fail(exitUsage, err)
 			case err != nil:
 				return fail(exitHarness, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Exit codes, as Jepsen's.
@@ -74,7 +74,7 @@ func newRoot() *cobra.Command {
 		Short:         "Fault-injection tests for distributed locks, judged from their histories",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       runner.Version(),
+		Version:       verdict.Version(),
 	}
 	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newVersionCmd(), newExportCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
 		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd(), newClockOffsetCmd(), newPowerFSCmd(), newPowerCmd(), newLinkCmd())

@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // matrixJSON is a matrix as --json prints it: matrix.json's fields and
@@ -187,7 +188,7 @@ func newMatrixCmd() *cobra.Command {
 			results := matrix.Run(ctx, plan, runs, parallel, base, opts, exp, runner.Run, opts.Out)
 			sum := matrix.Summary{Started: began.UTC(), Seconds: time.Since(began).Seconds(), Runs: runs,
 				Cells: results, Skipped: skipped, Exit: matrix.Exit(results), Interrupted: ctx.Err() != nil,
-				Grid: matrix.GridDigest(cells, skipped, runs, base), Expectations: exp.Digest(), Lockbench: runner.Version()}
+				Grid: matrix.GridDigest(cells, skipped, runs, base), Expectations: exp.Digest(), Lockbench: verdict.Version()}
 			if shard != nil {
 				sr := &matrix.ShardRun{Shard: *shard, Dir: dir, Seconds: sum.Seconds, Cells: []int{}}
 				for _, p := range plan {

@@ -5,51 +5,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockbench/lockbench/clusters"
 	"github.com/lockbench/lockbench/images"
 	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/verdict"
 )
-
-func newCheckCmd() *cobra.Command {
-	var (
-		checkTO time.Duration
-		out     output
-	)
-	cmd := &cobra.Command{
-		Use:   "check DIR",
-		Short: "Re-run every checker on a stored run and rewrite its results (no Docker needed)",
-		Example: `  # judge a stored run again (after a checker changed, or a harness that died)
-  lockbench check results/redis-counter-pause-fence-none/20261202T094515.549Z
-  # the verdict as JSON, for scripts
-  lockbench check --json results/redis-counter-pause-fence-none/20261202T094515.549Z | jq .verdict`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeRunDirs,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if checkTO <= 0 {
-				return fail(exitUsage, fmt.Errorf("--check-timeout must be positive, got %s", checkTO))
-			}
-			rep, err := runner.Check(args[0], checkTO)
-			switch {
-			case runner.IsBadInput(err):
-				return fail(exitUsage, err)
-			case err != nil:
-				return fail(exitHarness, err)
-			}
-			rep.Print(out.human())
-			if err := out.emit(newRunJSON(rep)); err != nil {
-				return err
-			}
-			return verdictExit(rep.Verdict)
-		},
-	}
-	cmd.Flags().DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search")
-	out.add(cmd.Flags())
-	return cmd
-}
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
@@ -57,7 +20,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print lockbench's version and VCS revision (as stored in every run's test.json)",
 		Args:  cobra.NoArgs,
 		Run: func(*cobra.Command, []string) {
-			fmt.Printf("lockbench %s (%s)\n", runner.Version(), runtime.Version())
+			fmt.Printf("lockbench %s (%s)\n", verdict.Version(), runtime.Version())
 		},
 	}
 }

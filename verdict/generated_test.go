@@ -1,4 +1,4 @@
-package runner
+package verdict
 
 import (
 	"bytes"
@@ -7,34 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/lockbench/lockbench/checkers/simulate"
-	"github.com/lockbench/lockbench/config"
-	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/internal/runtest"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden results of generated runs")
-
-// writeGeneratedRun stores a generated run in dir as a finished run of the
-// redis backend with the simulation's lease would have left it: test.json,
-// history.jsonl and store.log.
-func writeGeneratedRun(tb testing.TB, dir string, spec simulate.Spec) {
-	tb.Helper()
-	cfg := validConfig()
-	cfg.Nemesis, cfg.TTL = []string{"none"}, config.Duration(simulate.LeaseTTL)
-	if spec.Set {
-		cfg.Workload = "set"
-	}
-	end := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	test := rundir.Test{Name: "generated-" + spec.String(), RunID: "generated", Start: end, Config: cfg, End: &end}
-	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
-		tb.Fatal(err)
-	}
-	if err := simulate.Generate(spec).WriteFiles(filepath.Join(dir, rundir.HistoryFile), filepath.Join(dir, rundir.StoreFile)); err != nil {
-		tb.Fatal(err)
-	}
-}
 
 // judged is what a check decides about a run, without when and by which
 // lockbench: the part that must not change when the check gets faster.
@@ -59,8 +37,8 @@ func TestCheckOfGeneratedRunsUnchanged(t *testing.T) {
 	got := map[string]judged{}
 	for _, spec := range specs {
 		dir := t.TempDir()
-		writeGeneratedRun(t, dir, spec)
-		rep, err := Check(dir, time.Minute)
+		runtest.WriteGenerated(t, dir, spec)
+		rep, err := Check(dir, testOptions)
 		if err != nil {
 			t.Fatal(err)
 		}

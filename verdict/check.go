@@ -1,4 +1,9 @@
-package runner
+// Package verdict judges a stored run from its directory alone: it reads
+// the history and the store log (refusing what no run can have recorded,
+// repairing what a dying harness can leave), runs the checkers, and writes
+// results.json and the report pages. It needs no Docker: run, check,
+// serve, export and the catalog all judge through it.
+package verdict
 
 import (
 	"errors"
@@ -10,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/history"
@@ -26,9 +30,24 @@ func IsBadInput(err error) bool {
 	return errors.Is(err, rundir.ErrNotARun) || errors.Is(err, history.ErrMalformed) || errors.Is(err, store.ErrMalformed)
 }
 
+// LeaseModel is the lease model of a run's lock, as its lock service
+// supplies it: what judging needs of a service, and no more, so that
+// judging does not depend on how services are started.
+type LeaseModel func(cfg config.Config) checkers.Lease
+
+// Options are how a stored run is judged.
+type Options struct {
+	// LinearTimeout bounds the linearizability search; 0 means no bound.
+	LinearTimeout time.Duration
+	// Lease gives the run's lease model; nil judges every run as one of a
+	// lock whose leases are unknown.
+	Lease LeaseModel
+}
+
 // Check runs every checker on the run stored in dir and writes results.json.
 // It needs nothing but the directory's files.
-func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
+func Check(dir string, o Options) (*rundir.Results, error) {
+	linearTimeout := o.LinearTimeout
 	test, data, err := rundir.ReadTest(dir)
 	if err != nil {
 		return nil, err
@@ -58,7 +77,7 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Prepare(checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)})
+	in := checkers.Prepare(checkers.Input{History: events, Store: log, Key: config.Key, Lease: o.lease(test.Config)})
 	if err := in.Lease.Validate(events); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
@@ -111,13 +130,12 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 	return rep, nil
 }
 
-// lease is the lease model of the run's lock, as its backend supplies it.
-func lease(cfg config.Config) checkers.Lease {
-	b, ok := backends.Lookup(cfg.Backend)
-	if !ok {
-		return checkers.Lease{None: fmt.Sprintf("this lockbench knows no lock service %q, so neither how its leases expire", cfg.Backend)}
+// lease is the lease model of the run's lock.
+func (o Options) lease(cfg config.Config) checkers.Lease {
+	if o.Lease == nil {
+		return checkers.Lease{None: "no lease model was given to judge this run by"}
 	}
-	return b.Lease(int64(cfg.TTL.D()))
+	return o.Lease(cfg)
 }
 
 // History is the history of the run stored in dir, as Check judges it.

@@ -1,4 +1,4 @@
-package runner
+package verdict
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
@@ -93,7 +94,7 @@ func TestCheckJudgesArrivalOrderInTimeOrder(t *testing.T) {
 			history.Rewrite(filepath.Join(dir, rundir.HistoryFile), h)); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Check(dir, time.Minute)
+		rep, err := Check(dir, testOptions)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,3 +136,7 @@ func TestCutFollowsClientsNotLeaseProcesses(t *testing.T) {
 		t.Errorf("kept %d events, want 4 (up to c1's last at 35)", len(kept))
 	}
 }
+
+// testOptions judge as lockbench check does: with the lease models the
+// lock services supply.
+var testOptions = Options{LinearTimeout: time.Minute, Lease: backends.LeaseOf}
