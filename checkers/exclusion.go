@@ -9,6 +9,11 @@ import (
 	"github.com/lockbench/lockbench/history"
 )
 
+// The kinds of anomaly this checker finds.
+var (
+	TwoHoldersKind = AnomalyKind{Name: TwoHolders.Name, About: "two clients held the lock while both leases were certainly valid"}
+)
+
 // Lease says how the lock's leases behave, which the exclusion checker needs
 // to turn recorded times into proven lease lifetimes. Each lock service
 // supplies its own (see backends): the checker knows none by name.
@@ -86,7 +91,7 @@ func (Exclusion) Name() string { return "exclusion" }
 // Window is a period a checker draws attention to: two certain holders at
 // once (a violation), or a holder believing it holds past its lease.
 type Window struct {
-	Kind    string   `json:"kind"` // "two-holders" or "stale-belief"
+	Kind    string   `json:"kind"` // a WindowKind's name
 	From    int64    `json:"from"`
 	To      int64    `json:"to"`
 	Clients []string `json:"clients"`
@@ -237,7 +242,7 @@ func (c Exclusion) Check(in Input) Result {
 	record := func(w Window) {
 		if i := credit(w.From); i >= 0 {
 			w.Fault = faults[i].Event
-			if w.Kind == "two-holders" {
+			if w.KindOf().Violation {
 				faults[i].TwoHolders++
 			} else {
 				faults[i].StaleWindows++
@@ -507,9 +512,9 @@ func overlaps(r *Result, hs holdings, record func(Window)) {
 		events := []int64{a.okIdx, a.endIdx(), b.okIdx}
 		slices.Sort(events)
 		events = slices.Compact(events)
-		r.Anomalies = append(r.Anomalies, Anomaly{Kind: "two-holders", Message: msg, Events: events,
+		r.Anomalies = append(r.Anomalies, Anomaly{Kind: TwoHoldersKind.Name, Message: msg, Events: events,
 			Clients: []string{a.client, b.client}, Tokens: []int64{a.token, b.token}, Time: b.c})
-		record(Window{Kind: "two-holders", From: from, To: to, Clients: []string{a.client, b.client},
+		record(Window{Kind: TwoHolders.Name, From: from, To: to, Clients: []string{a.client, b.client},
 			Tokens: []int64{a.token, b.token}, Events: events, Fault: -1, Message: msg})
 	}
 }
@@ -576,7 +581,7 @@ func staleBeliefs(r *Result, hs holdings, lastStatement bool, record func(Window
 		fmt.Fprintf(&b, "; %s attempted %s inside that window.", x.client, plural(int64(len(writes)), "write"))
 		events = append(events, writes...)
 		slices.Sort(events)
-		record(Window{Kind: "stale-belief", From: from, To: x.believed, Clients: clients, Tokens: tokens,
+		record(Window{Kind: StaleBelief.Name, From: from, To: x.believed, Clients: clients, Tokens: tokens,
 			Events: slices.Compact(events), ExpiredBy: x.upper, Writes: int64(len(writes)), Fault: -1, Message: b.String()})
 	}
 }
@@ -748,33 +753,78 @@ func acquireInvoked(h []history.Event, x *holding) int64 {
 	return x.c
 }
 
+// Reach is what one checker's result says of whether the run's faults
+// reached what that checker judges.
+type Reach int
+
+const (
+	// Silent: the result says nothing of it.
+	Silent Reach = iota
+	// Missed: faults were injected, and none reached it.
+	Missed
+	// Reached: a fault reached it.
+	Reached
+)
+
+// Reacher is a checker whose results tell whether faults reached what it
+// judges; Evidence asks each result's checker.
+type Reacher interface {
+	Checker
+	Reach(Result) Reach
+}
+
+// Reach implements Reacher: a fault reached a holder if it opened a window,
+// or, for a lock with no TTL, kept the lock from everyone else.
+func (Exclusion) Reach(r Result) Reach {
+	switch {
+	case r.Valid != Valid || r.Counts["faults"] == 0:
+		return Silent
+	case r.Counts["faults_effective"]+r.Counts["faults_held_through"] > 0:
+		return Reached
+	}
+	return Missed
+}
+
 // Evidence says how much a verdict is worth: a valid run whose faults
 // never put a holder past its lease (or, for a lock with no TTL, never
 // kept the lock from everyone else) tested less than it seems. It returns
-// "" when there is nothing to say. A run whose store rejected a stale
-// request was reached all the same: a request that landed after a newer
-// holder's (a delayed write whose client had given up on it and let the
-// lock go) put the data at risk with no holder past its lease, and only
-// the fence kept it out.
+// "" when there is nothing to say. Each result's own checker says whether
+// the faults reached what it judges (Reacher), and one that did settles
+// it: a run whose store rejected a stale request was reached all the same
+// (a request that landed after a newer holder's, a delayed write whose
+// client had given up on it and let the lock go, put the data at risk with
+// no holder past its lease, and only the fence kept it out).
 func Evidence(verdict Verdict, rs []Result) string {
 	if verdict != Valid {
 		return ""
 	}
 	weak := false
 	for _, r := range rs {
-		switch r.Checker {
-		case (Exclusion{}).Name():
-			weak = weak || r.Valid == Valid && r.Counts["faults"] > 0 && r.Counts["faults_effective"]+r.Counts["faults_held_through"] == 0
-		case (Fence{}).Name():
-			if r.Counts["rejected_writes"]+r.Counts["rejected_reads"] > 0 {
-				return ""
-			}
+		c, ok := reacher(r.Checker)
+		if !ok {
+			continue
+		}
+		switch c.Reach(r) {
+		case Reached:
+			return ""
+		case Missed:
+			weak = true
 		}
 	}
 	if weak {
 		return WeakEvidence
 	}
 	return ""
+}
+
+// reacher is the checker of this build named name, if it is a Reacher.
+func reacher(name string) (Reacher, bool) {
+	for _, c := range slices.Concat(All(0), For("set", 0)) {
+		if r, ok := c.(Reacher); ok && c.Name() == name {
+			return r, true
+		}
+	}
+	return nil, false
 }
 
 // WeakEvidence is what Evidence says of a valid run whose faults reached

@@ -9,6 +9,13 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
+// The kinds of anomaly this checker finds.
+var (
+	StaleWriteAccepted = AnomalyKind{Name: "stale-write-accepted", About: "the store accepted a write whose token is older than one it had already accepted", Story: StoryCulprit, NewerHolder: true}
+	TokenOrder         = AnomalyKind{Name: "token-order", About: "the lock issued a token lower than one it had issued before, later in real time"}
+	DuplicateToken     = AnomalyKind{Name: "duplicate-token", About: "the lock issued the same token to two grants"}
+)
+
 // Fence checks the two halves of fencing: the lock must hand out tokens that
 // grow in real time, and the store must not accept a write carrying a token
 // older than one it has already accepted.
@@ -101,7 +108,7 @@ func staleWrites(r *Result, log []store.Entry, links *reqLinks) {
 		if e.Op == "write" && newest != nil && e.Token < newest.Token && r.tally("stale_accepted") {
 			links.link(len(r.Anomalies), e.Req, newest.Req)
 			r.Anomalies = append(r.Anomalies, Anomaly{
-				Kind: "stale-write-accepted",
+				Kind: StaleWriteAccepted.Name,
 				Message: fmt.Sprintf("%s wrote %s with token %d at %s (store seq %d) and the store accepted it, "+
 					"although it had already accepted token %d from %s (store seq %d, %s)%s.",
 					e.Client, stored(e), e.Token, history.Seconds(e.Time), e.Seq,
@@ -168,7 +175,7 @@ func tokenOrder(r *Result, h []history.Event, grants []grant) {
 			continue
 		}
 		r.Anomalies = append(r.Anomalies, Anomaly{
-			Kind: "token-order",
+			Kind: TokenOrder.Name,
 			Message: fmt.Sprintf("%s was granted token %d at %s, lower than token %d that %s had been granted at %s, "+
 				"before %s asked at %s.",
 				b.client(h), b.token, history.Seconds(b.ok), highest.token, highest.client(h), history.Seconds(highest.ok),
@@ -208,7 +215,7 @@ func tokenOrder(r *Result, h []history.Event, grants []grant) {
 		}
 		f := byOK[i]
 		r.Anomalies = append(r.Anomalies, Anomaly{
-			Kind: "duplicate-token",
+			Kind: DuplicateToken.Name,
 			Message: fmt.Sprintf("%s was granted token %d at %s, which %s had already been granted at %s.",
 				g.client(h), g.token, history.Seconds(g.ok), f.client(h), history.Seconds(f.ok)),
 			Events:  []int64{f.okIdx, g.okIdx},
@@ -234,4 +241,13 @@ func overwrote(e *store.Entry) string {
 		return ""
 	}
 	return fmt.Sprintf("; the write overwrote %d", e.Prev)
+}
+
+// Reach implements Reacher: a store that turned a stale request away was
+// reached by a fault, whatever the holders' leases say.
+func (Fence) Reach(r Result) Reach {
+	if r.Counts["rejected_writes"]+r.Counts["rejected_reads"] > 0 {
+		return Reached
+	}
+	return Silent
 }

@@ -13,6 +13,11 @@ import (
 	"github.com/lockbench/lockbench/history"
 )
 
+// The kinds of anomaly this checker finds.
+var (
+	NonLinearizable = AnomalyKind{Name: "non-linearizable", About: "no order of the critical sections fits the counter (or the set)", Story: StoryWhole}
+)
+
 // Outcome is what became of a critical section's write.
 type Outcome string
 
@@ -319,7 +324,7 @@ func explainIllegal(ss []Section, ret []int64, placed []bool, last int, state []
 		}
 	}
 
-	a := Anomaly{Kind: "non-linearizable", Time: firstReturn}
+	a := Anomaly{Kind: NonLinearizable.Name, Time: firstReturn}
 	note := func(s Section) {
 		a.Events = append(a.Events, s.Events...)
 		if !slices.Contains(a.Clients, s.Client) {

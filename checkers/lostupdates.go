@@ -8,6 +8,12 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
+// The kinds of anomaly this checker finds.
+var (
+	LostUpdate = AnomalyKind{Name: "lost-update", About: "an acknowledged increment is not in the final value: another write erased it", Story: StoryLoss}
+	Regression = AnomalyKind{Name: "regression", About: "a write took the counter back to an older value", Story: StoryCulprit}
+)
+
 // LostUpdates judges the counter by read-from accounting. Every write
 // stores its writer's read plus one, so it reads from the last accepted
 // write before its writer's own read in the store log (from the initial 0
@@ -280,7 +286,7 @@ func (LostUpdates) lostWrites(r *Result, t *readTree, tl counterTally, inFinal [
 			continue
 		}
 		w := t.entry(k)
-		a := Anomaly{Kind: "lost-update", StoreSeqs: []int64{w.Seq}, Clients: []string{w.Client}, Tokens: []int64{w.Token}, Time: w.Time}
+		a := Anomaly{Kind: LostUpdate.Name, StoreSeqs: []int64{w.Seq}, Clients: []string{w.Client}, Tokens: []int64{w.Token}, Time: w.Time}
 		a.Message = fmt.Sprintf("%s's acknowledged write of %d (%sstore seq %d, %s) is not in the final value",
 			w.Client, w.Value, tokenOf(w.Token, ", "), w.Seq, history.Seconds(w.Time))
 		reqs := []string{w.Req}
@@ -366,7 +372,7 @@ func (LostUpdates) regressions(r *Result, t *readTree, tl counterTally, links *r
 			continue
 		}
 		x, prev := t.entry(j), t.entry(j-1)
-		a := Anomaly{Kind: "regression", StoreSeqs: []int64{x.Seq}, Clients: []string{x.Client}, Tokens: []int64{x.Token}, Time: x.Time}
+		a := Anomaly{Kind: Regression.Name, StoreSeqs: []int64{x.Seq}, Clients: []string{x.Client}, Tokens: []int64{x.Token}, Time: x.Time}
 		reqs := []string{x.Req}
 		var names []string
 		for _, k := range erased {

@@ -10,6 +10,11 @@ import (
 	"github.com/lockbench/lockbench/history"
 )
 
+// The kinds of anomaly this checker finds.
+var (
+	Deadlock = AnomalyKind{Name: "deadlock", About: "clients waited for a lock no one held, no one was granted and no fault kept from them, for several TTLs"}
+)
+
 // Progress judges whether the workload did enough before the faults for the
 // other verdicts to mean anything: a run whose clients never got going
 // before the first fault passes every safety check without having tested
@@ -360,7 +365,7 @@ func isClient(process string) bool {
 
 func (s stallResult) anomaly(in Input) Anomaly {
 	l := s.longest
-	return Anomaly{Kind: "deadlock", Time: l.from, Clients: l.waiters, Events: []int64{l.last},
+	return Anomaly{Kind: Deadlock.Name, Time: l.from, Clients: l.waiters, Events: []int64{l.last},
 		Message: fmt.Sprintf("from %s to %s (%s, %.1f × the %s TTL) %s waited for the lock while no live client held it, none was granted it, and no fault was in force: a lock no one will release or let expire",
 			history.Seconds(l.from), history.Seconds(l.to), seconds(l.to-l.from), float64(l.to-l.from)/float64(in.Lease.TTL),
 			seconds(in.Lease.TTL), strings.Join(l.waiters, ", "))}
@@ -387,4 +392,16 @@ func openCosts(h []history.Event) (unreachable, unlocked int64) {
 		}
 	}
 	return unreachable, unlocked
+}
+
+// SectionsCompleted is how many critical sections the run completed, as
+// its progress result among rs counted them; ok is false when rs has none.
+func SectionsCompleted(rs []Result) (n int64, ok bool) {
+	for _, r := range rs {
+		if r.Checker == (Progress{}).Name() {
+			n, ok = r.Counts["sections"]
+			return n, ok
+		}
+	}
+	return 0, false
 }

@@ -11,6 +11,12 @@ import (
 	"github.com/lockbench/lockbench/store"
 )
 
+// The kinds of anomaly this checker finds.
+var (
+	LostElement    = AnomalyKind{Name: "lost-element", About: "an acknowledged element is missing from the final set"}
+	PhantomElement = AnomalyKind{Name: "phantom-element", About: "an element is in the final set that no client tried to add"}
+)
+
 // For returns the checkers of a workload ("counter" or "set"), in the
 // order results are reported.
 func For(workload string, linearTimeout time.Duration) []Checker {
@@ -162,7 +168,7 @@ func (c LostElements) Check(in Input) Result {
 	erasers := erasedBy(accepted)
 	for _, el := range lost {
 		a := added[el]
-		an := Anomaly{Kind: "lost-element", Events: []int64{a.event}, Clients: []string{a.client}, Tokens: []int64{a.token}}
+		an := Anomaly{Kind: LostElement.Name, Events: []int64{a.event}, Clients: []string{a.client}, Tokens: []int64{a.token}}
 		an.Message = fmt.Sprintf("%s added %d (token %d, event %d) and the store acknowledged it, but it is not in the final set", a.client, el, a.token, a.event)
 		if w, ok := erasers[el]; ok {
 			an.Message += fmt.Sprintf(": %s's write with token %d at %s (store seq %d) wrote a set without it", w.Client, w.Token, history.Seconds(w.Time), w.Seq)
@@ -181,7 +187,7 @@ func (c LostElements) Check(in Input) Result {
 	}
 	slices.Sort(phantoms)
 	for _, x := range phantoms {
-		r.add("phantom", Anomaly{Kind: "phantom-element", Message: fmt.Sprintf("%d is in the final set but no client tried to add it", x)})
+		r.add("phantom", Anomaly{Kind: PhantomElement.Name, Message: fmt.Sprintf("%d is in the final set but no client tried to add it", x)})
 	}
 	r.Valid = Valid
 	if len(r.Anomalies) > 0 {

@@ -259,10 +259,10 @@ func result(cfg config.Config, rep *rundir.Results, err error) RunResult {
 		// is no verdict on the cell.
 		r.Verdict = checkers.Unknown
 	}
+	if n, ok := checkers.SectionsCompleted(rep.Checkers); ok {
+		r.CyclesPerSec = float64(n) / cfg.TimeLimit.D().Seconds()
+	}
 	for _, c := range rep.Checkers {
-		if c.Checker == "progress" {
-			r.CyclesPerSec = float64(c.Counts["sections"]) / cfg.TimeLimit.D().Seconds()
-		}
 		if c.Valid != checkers.Invalid {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/store"
 
@@ -141,8 +142,9 @@ func (an *analysis) writeHTML(page *bytes.Buffer) error {
 		{"erased", "acknowledged write lost to another's", "background:linear-gradient(to top right,transparent 42%," + colStale + " 42% 62%,transparent 62%)," + colAccepted},
 		{"lease-lost", "learned lease lost", "background:none;color:" + colLeaseLost + ";font-weight:700"},
 		{"fault", "fault window (hatched: its target)", "background:repeating-linear-gradient(45deg,#ddd6fe 0 3px,#c4b5fd 3px 6px)"},
-		{"two-holders", "two holders: both leases certainly valid", template.CSS("background:" + colTwoHolders + ";opacity:0.5")},
-		{"stale-belief", "stale: believed held past its lease", template.CSS("background:" + colStaleBelief + ";opacity:0.5")},
+	}
+	for _, k := range checkers.WindowKinds() {
+		d.Legend = append(d.Legend, legendItem{k.Name, k.About, template.CSS("background:" + windowColor(k) + ";opacity:0.5")})
 	}
 
 	fault := legendItem{"fault", "fault window", "background:#ddd6fe"}

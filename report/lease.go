@@ -37,6 +37,15 @@ func (an *analysis) exclusion() *checkers.Result {
 // drawWindows shades the exclusion checker's windows on the lanes of the
 // clients they concern: red where two clients both certainly held the lock,
 // amber where a holder believed it held the lock past its lease.
+// windowColor is how a window of kind k is drawn: a broken promise in
+// red, a belief in amber.
+func windowColor(k checkers.WindowKind) string {
+	if k.Violation {
+		return colTwoHolders
+	}
+	return colStaleBelief
+}
+
 func (an *analysis) drawWindows(b *svgBuilder, tl timeline, x func(int64) float64) {
 	r := an.exclusion()
 	if r == nil {
@@ -47,9 +56,10 @@ func (an *analysis) drawWindows(b *svgBuilder, tl timeline, x func(int64) float6
 			continue
 		}
 		x0, x1 := x(w.From), x(w.To)
-		color, label, lanes := colStaleBelief, "stale", w.Clients[:1]
-		if w.Kind == "two-holders" {
-			color, label, lanes = colTwoHolders, "two holders", w.Clients
+		k := w.KindOf()
+		color, label, lanes := windowColor(k), "stale", w.Clients[:1]
+		if k.Violation {
+			label, lanes = "two holders", w.Clients
 		}
 		b.f(`<g class="%s-window"><title>%s</title>`, w.Kind, html.EscapeString(w.Message))
 		for i, name := range an.clients {
@@ -166,7 +176,7 @@ func (an *analysis) measure() telemetry {
 	var stale []checkers.Window
 	if r := an.exclusion(); r != nil {
 		for _, w := range r.Windows {
-			if w.Kind == "stale-belief" {
+			if !w.KindOf().Violation {
 				stale = append(stale, w)
 			}
 		}

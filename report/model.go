@@ -539,11 +539,15 @@ func (an *analysis) buildIncidents() {
 		for _, a := range r.Anomalies {
 			row := &anomalyRow{id: fmt.Sprintf("anomaly-%d", len(an.rows)+1), checker: r.Checker, a: a}
 			an.rows = append(an.rows, row)
-			switch {
-			case a.Kind == "non-linearizable":
+			switch a.KindOf().Story {
+			case checkers.StoryWhole:
 				linear = append(linear, row)
-			case a.Kind == "lost-update":
+				continue
+			case checkers.StoryLoss:
 				lost = append(lost, row)
+				continue
+			}
+			switch {
 			case an.anchor(a) != nil:
 				row.incident = byWrite(an.anchor(a))
 			case len(a.Clients) > 0 && len(a.Tokens) > 0:
@@ -648,7 +652,7 @@ func (an *analysis) buildIncidents() {
 // entry is the culprit's write (the stale write, the write that took the
 // value back).
 func (an *analysis) anchor(a checkers.Anomaly) *mark {
-	if a.Kind != "stale-write-accepted" && a.Kind != "regression" {
+	if a.KindOf().Story != checkers.StoryCulprit {
 		return nil
 	}
 	return an.storeWrite(a, 0)
@@ -744,7 +748,7 @@ func (l *lane) readBefore(w *mark) *mark {
 // A stale write that was itself lost keeps its own colour.
 func (an *analysis) markErased() {
 	for _, row := range an.rows {
-		if row.a.Kind != "lost-update" {
+		if row.a.KindOf().Story != checkers.StoryLoss {
 			continue
 		}
 		if m := an.storeWrite(row.a, 0); m != nil && !m.stale {

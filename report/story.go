@@ -196,7 +196,7 @@ func (an *analysis) tellWrite(inc *incident, m *mark) []step {
 // as the fence checker reported it.
 func (an *analysis) newestFrom(inc *incident) string {
 	for _, row := range inc.rows {
-		if row.a.Kind == "stale-write-accepted" && len(row.a.Clients) > 1 {
+		if row.a.KindOf().NewerHolder && len(row.a.Clients) > 1 {
 			return row.a.Clients[1]
 		}
 	}
