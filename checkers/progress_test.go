@@ -251,7 +251,7 @@ func TestServiceDownGolden(t *testing.T) {
 				a := anomaly(t, p, "deadlock")
 				wantSame(t, "waiting clients", a.Clients, []string{"c1", "c2"})
 			}
-				// The exclusion result's faults carry the service's recovery
+			// The exclusion result's faults carry the service's recovery
 			// time, from the heal's end at 2.900 s to the healthy event.
 			f := rs["exclusion"].Faults
 			if len(f) != 1 {
