@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -46,11 +47,19 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 	events, err := timeOrdered(dir)
 	read.Wait()
 	if errors.Is(err, history.ErrTruncated) {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
+		rep.Notes = append(rep.Notes, rundir.CutShortNote(rundir.HistoryFile, err))
 	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
-	if logErr != nil {
+	// A run whose harness was killed has no store log until clean saves
+	// it from the store's container: the history is judged without it.
+	var noStore string
+	switch {
+	case errors.Is(logErr, os.ErrNotExist):
+		noStore = noStoreLog(test.RunID)
+	case errors.Is(logErr, store.ErrTruncated):
+		rep.Notes = append(rep.Notes, rundir.CutShortNote(rundir.StoreFile, logErr))
+	case logErr != nil:
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.StoreFile), logErr)
 	}
 	if test.End == nil {
@@ -58,7 +67,7 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Prepare(checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)})
+	in := checkers.Prepare(checkers.Input{History: events, Store: log, NoStore: noStore, Key: config.Key, Lease: lease(test.Config)})
 	// Checkers are pure functions of the input: they judge it side by
 	// side, on every core. A checker that panics has judged nothing: its
 	// verdict is unknown, and the panic, which a goroutine of its own
@@ -106,6 +115,15 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		}
 	}
 	return rep, nil
+}
+
+// noStoreLog is why the store's decisions are not judged in the run runID,
+// which has no store log.
+func noStoreLog(runID string) string {
+	if runID == "" {
+		runID = "ID"
+	}
+	return fmt.Sprintf("no %s: if the harness was killed, `lockbench clean --run %s` saves it", rundir.StoreFile, runID)
 }
 
 // lease is the lease model of the run's lock, as its backend supplies it.
