@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
 )
 
@@ -95,6 +96,83 @@ func verdictsOf(s string) map[string]checkers.Verdict {
 		out[n] = of[s[i]]
 	}
 	return out
+}
+
+// sameBut fails unless history a is history b with the events that drop
+// picks left out of a (indexes aside): the twins differ in nothing else.
+func sameBut(t *testing.T, a, b string, drop func(history.Event) bool) {
+	t.Helper()
+	read := func(name string) []history.Event {
+		events, err := history.DecodeFile(filepath.Join("testdata", name, rundir.HistoryFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events
+	}
+	ea, eb := slices.DeleteFunc(read(a), drop), read(b)
+	if len(ea) == len(read(a)) {
+		t.Fatalf("%s has no event to drop: not a twin of %s", a, b)
+	}
+	if !slices.EqualFunc(ea, eb, func(x, y history.Event) bool {
+		x.Index, y.Index = 0, 0
+		return slices.Equal(x.Targets, y.Targets) && x.Time == y.Time && x.Process == y.Process && x.Type == y.Type &&
+			x.F == y.F && x.Req == y.Req && x.Fault == y.Fault && x.Token == y.Token
+	}) {
+		t.Fatalf("%s and %s differ in more than the dropped events", a, b)
+	}
+}
+
+// A run whose harness died (test.json has no end) during kill-client: the
+// killed client c1's last event is at 0.315 s, and c2's stale write at
+// 2.505 s overwrites c3's acknowledged increment. The kill's immediate heal
+// does not bring c1 back, so its silence does not hold the horizon at
+// 0.315 s, where the lost update would be left out. The twin is the same
+// run without that write.
+func TestHorizonPassesAKilledClient(t *testing.T) {
+	sameBut(t, "kill-client-lost", "kill-client-kept", func(e history.Event) bool { return e.Req == "c2-2" })
+	for _, c := range []struct {
+		dir  string
+		want string
+	}{
+		{"kill-client-lost", "iiivvi"},
+		{"kill-client-kept", "vvvvvv"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			got, rep := verdicts(t, goldenRun(t, c.dir))
+			wantVerdicts(t, got, verdictsOf(c.want))
+			if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "judged up to 2.730 s") || !strings.Contains(rep.Notes[0], "not waiting for c1:") {
+				t.Errorf("notes %q, want the horizon at c2's last event, past killed c1", rep.Notes)
+			}
+			if got := result(t, rep, "lost-updates").Counts["lost_acknowledged"]; got != map[string]int64{"kill-client-lost": 1}[c.dir] {
+				t.Errorf("%d acknowledged increments lost", got)
+			}
+		})
+	}
+}
+
+// pause freezes c1 at 0.35 s and is never healed; kill-client kills c3 at
+// 2.85 s and heals at once. That heal is not the pause's: c1 is still
+// frozen when the record ends, and the lost update at 2.505 s is judged.
+// The twin heals the pause at 2.9 s: c1 runs again, its silence since
+// 0.315 s is unexplained, and the run is judged only up to there.
+func TestHorizonHealEndsOnlyItsOwnFault(t *testing.T) {
+	sameBut(t, "pause-healed-kill-client-lost", "pause-kill-client-lost", func(e history.Event) bool {
+		return e.F == history.Stop && e.Fault == "pause"
+	})
+	for _, c := range []struct {
+		dir, want, horizon, waived string
+	}{
+		{"pause-kill-client-lost", "iiivvi", "2.730 s", "c1, c3"},
+		{"pause-healed-kill-client-lost", "vvvvvv", "0.315 s", "c3"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			got, rep := verdicts(t, goldenRun(t, c.dir))
+			wantVerdicts(t, got, verdictsOf(c.want))
+			if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "judged up to "+c.horizon) || !strings.Contains(rep.Notes[0], "not waiting for "+c.waived+":") {
+				t.Errorf("notes %q, want the horizon at %s, not waiting for %s", rep.Notes, c.horizon, c.waived)
+			}
+		})
+	}
 }
 
 // A run without store.log (its harness was killed before it copied the
