@@ -254,3 +254,12 @@ func (Fence) Reach(r Result) Reach {
 	}
 	return Silent
 }
+
+// FenceRejects is how many requests the store turned away for a stale
+// token, as the fence result r counted them; 0 for another checker's.
+func FenceRejects(r Result) int64 {
+	if r.Checker != (Fence{}).Name() {
+		return 0
+	}
+	return r.Counts["rejected_writes"] + r.Counts["rejected_reads"]
+}

@@ -283,6 +283,19 @@ func healings(h []history.Event) healing {
 	return out
 }
 
+// awaitsAfter reports whether the heal whose completion is at position i
+// of h awaits a healthy event: its invocation, the last of its fault
+// before i, is one of those a healthy event follows.
+func (hl healing) awaitsAfter(h []history.Event, i int) (int, bool) {
+	for k := i - 1; k >= 0; k-- {
+		if e := &h[k]; e.Process == history.Nemesis && e.F == history.Stop && e.Type == history.Invoke && e.Fault == h[i].Fault {
+			_, ok := hl.awaits[k]
+			return k, ok
+		}
+	}
+	return -1, false
+}
+
 // unansweredAcquires holds the positions of the acquire invocations the
 // lock service gave no answer to (their completion is info): the service
 // was unreachable, down or partitioned away, not holding the lock for
@@ -404,4 +417,85 @@ func SectionsCompleted(rs []Result) (n int64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// FaultUnavailability is, for each fault injected, how long the lock was
+// unavailable after it, in ns: the time, from the fault's start to the
+// first grant once the service had recovered (its healthy event, or its
+// heal in a history without one; the end of the history if it never
+// did), during which some client wanted the lock (an acquire of its
+// outstanding, or failed or unanswered and not yet asked again) and no
+// client held it. It is the progress checker's stall without its
+// no-fault clause, one sample per fault, in fault order.
+func FaultUnavailability(h []history.Event) []int64 {
+	type window struct{ from, recovered, to int64 }
+	var ws []window
+	end := endOfHistory(h)
+	healing := healings(h)
+	open := map[string][]int{} // a fault's windows awaiting their recovery
+	for i := range h {
+		e := &h[i]
+		if e.Process != history.Nemesis {
+			continue
+		}
+		switch {
+		case e.F == history.Start && e.Type == history.Info:
+			ws = append(ws, window{from: e.Time, recovered: end, to: end})
+			open[e.Fault] = append(open[e.Fault], len(ws)-1)
+		case e.F == history.Stop && e.Type == history.Info:
+			if _, awaits := healing.awaitsAfter(h, i); !awaits {
+				for _, k := range open[e.Fault] {
+					ws[k].recovered = e.Time
+				}
+				delete(open, e.Fault)
+			}
+		case e.F == history.Healthy:
+			for _, k := range open[e.Fault] {
+				if e.Type == history.Info {
+					ws[k].recovered = e.Time
+				}
+			}
+			delete(open, e.Fault)
+		}
+	}
+	// Each window ends at the first grant at or after its recovery.
+	for k := range ws {
+		for i := range h {
+			if e := &h[i]; e.Time >= ws[k].recovered && e.F == history.Acquire && e.Type == history.OK && isClient(e.Process) {
+				ws[k].to = e.Time
+				break
+			}
+		}
+	}
+	out := make([]int64, len(ws))
+	wanting, holding := map[string]bool{}, map[string]bool{}
+	dead := map[string]bool{}
+	last := int64(-1)
+	for i := range h {
+		e := &h[i]
+		if last >= 0 && len(holding) == 0 && len(wanting) > 0 {
+			for k, w := range ws {
+				out[k] += max(0, min(e.Time, w.to)-max(last, w.from))
+			}
+		}
+		last = e.Time
+		for _, c := range history.Killed(*e) {
+			dead[c] = true
+			delete(wanting, c)
+			delete(holding, c)
+		}
+		if !isClient(e.Process) || dead[e.Process] {
+			continue
+		}
+		switch {
+		case e.F == history.Acquire && e.Type == history.Invoke:
+			wanting[e.Process] = true
+		case e.F == history.Acquire && e.Type == history.OK:
+			delete(wanting, e.Process)
+			holding[e.Process] = true
+		case e.F == history.Release && e.Type == history.Invoke:
+			delete(holding, e.Process)
+		}
+	}
+	return out
 }
