@@ -27,7 +27,7 @@ func WriteGenerated(tb testing.TB, dir string, spec simulate.Spec) {
 		cfg.Workload = "set"
 	}
 	end := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	test := rundir.Test{Name: "generated-" + spec.String(), RunID: "generated", Start: end, Config: cfg, End: &end}
+	test := rundir.Test{Name: "generated-" + spec.String(), RunID: "generated-" + spec.String(), Start: end, Config: cfg, End: &end}
 	if err := rundir.WriteJSON(dir, rundir.TestFile, test); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,77 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/metrics"
+	"github.com/lockbench/lockbench/rundir"
+)
+
+// Judged reads the judged run in dir as the catalog keeps it: test.json,
+// results.json, and the metrics of its history. The history is put in
+// time order in memory; the run's files are not touched.
+func Judged(dir string) (Entry, error) {
+	test, _, err := rundir.ReadTest(dir)
+	if err != nil {
+		return Entry{}, err
+	}
+	res, err := rundir.ReadResults(dir)
+	if err != nil {
+		return Entry{}, err
+	}
+	h, err := history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil && !errors.Is(err, history.ErrTruncated) {
+		return Entry{}, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
+	}
+	history.InTimeOrder(h)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Entry{}, fmt.Errorf("catalog: %w", err)
+	}
+	return Entry{Test: test, Dir: abs, Results: res, Metrics: metrics.Measure(h, res.Checkers)}, nil
+}
+
+// Import records every judged run under each path (a run's directory, a
+// results tree, a matrix's or a merged shard's output) and returns how many
+// it recorded. A run not yet judged (no results.json) is skipped: it is
+// recorded once it is checked.
+func (c *Catalog) Import(paths ...string) (recorded, skipped int, err error) {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return recorded, skipped, fmt.Errorf("import: %w", err)
+		}
+		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if _, err := os.Stat(filepath.Join(path, rundir.TestFile)); err != nil {
+				return nil
+			}
+			if _, err := os.Stat(filepath.Join(path, rundir.ResultsFile)); err != nil {
+				skipped++
+				return filepath.SkipDir
+			}
+			e, err := Judged(path)
+			if err != nil {
+				return err
+			}
+			if err := c.Record(e); err != nil {
+				return err
+			}
+			recorded++
+			return filepath.SkipDir
+		})
+		if err != nil {
+			return recorded, skipped, fmt.Errorf("import %s: %w", p, err)
+		}
+	}
+	return recorded, skipped, nil
+}
