@@ -110,6 +110,13 @@ type FaultEffect struct {
 	Start   int64    `json:"start"`
 	End     int64    `json:"end"`
 	Targets []string `json:"targets,omitempty"`
+	// Healthy is how long the service took, after the fault's heal (End),
+	// to answer the checks bring-up uses again, in ns: its recovery time,
+	// from the nemesis's healthy event. Unhealthy is the reason when it did
+	// not answer within the bound. Both are empty for a fault on clients
+	// alone and in the history of an older lockbench; rundir fills them.
+	Healthy   int64  `json:"healthy,omitempty"`
+	Unhealthy string `json:"unhealthy,omitempty"`
 	// HitHolder: it targeted a client holding the lock when it started,
 	// or some window below is credited to it.
 	HitHolder bool `json:"hit_holder"`
