@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -70,9 +71,10 @@ func (c Progress) Check(in Input) Result {
 		// failing open writes without the lock (unlocked sections, which
 		// the data checkers judge).
 		r.Counts["acquires_unknown"], r.Counts["sections_unlocked"] = unreachable, unlocked
+		r.Counts["unavailable_ns"] = Unavailability(in)
 		if unreachable > 0 {
-			r.Summary += fmt.Sprintf("; %s got no answer from the lock service, %s then ran without the lock",
-				plural(unreachable, "acquire"), plural(unlocked, "section"))
+			r.Summary += fmt.Sprintf("; %s got no answer from the lock service (clients could not reach it for %s), %s then ran without the lock",
+				plural(unreachable, "acquire"), seconds(r.Counts["unavailable_ns"]), plural(unlocked, "section"))
 		}
 	}
 	if st.judged {
@@ -143,6 +145,8 @@ func (c Progress) stall(in Input) stallResult {
 			state(e.Process).end = i
 		}
 	}
+	healing := healings(in.History)
+	unanswered := unansweredAcquires(in)
 	var (
 		faults           = map[string]int{}
 		inForce          int // faults with a count above zero
@@ -157,6 +161,12 @@ func (c Progress) stall(in Input) stallResult {
 		waiting += b2i(wait) - b2i(p.waiting)
 		holding += b2i(hold) - b2i(p.holding)
 		p.waiting, p.holding = wait, hold
+	}
+	healed := func(fault string) {
+		if faults[fault] == 1 {
+			inForce--
+		}
+		faults[fault] = max(0, faults[fault]-1)
 	}
 	// After each event, a span is open exactly while clients wait, none
 	// holds and no fault is in force.
@@ -174,10 +184,17 @@ func (c Progress) stall(in Input) stallResult {
 				d.dead = true
 			}
 		case e.Process == history.Nemesis && e.F == history.Stop && e.Type == history.Invoke:
-			if faults[e.Fault] == 1 {
-				inForce--
+			// A fault whose heal is followed by its healthy event stays
+			// in force until then: a node restarted is not yet serving.
+			if _, awaits := healing.awaits[i]; !awaits {
+				healed(e.Fault)
 			}
-			faults[e.Fault] = max(0, faults[e.Fault]-1)
+		case e.Process == history.Nemesis && e.F == history.Healthy:
+			// A service that never answered again keeps the fault in
+			// force to the end of the run.
+			if healing.ends[i] && e.Type == history.Info {
+				healed(e.Fault)
+			}
 		case !isClient(e.Process):
 			continue
 		default:
@@ -186,9 +203,14 @@ func (c Progress) stall(in Input) stallResult {
 			}
 			switch {
 			case e.F == history.Acquire && e.Type == history.Invoke:
-				set(p, true, p.holding)
+				// An acquire the service never answered is no wait for
+				// a free lock: the service was down.
+				set(p, !unanswered[int32(i)], p.holding)
 			case e.F == history.Acquire && e.Type == history.OK:
 				set(p, false, true)
+			case e.F == history.Acquire && e.Type == history.Info:
+				// Nor is the pause its client takes before it asks again.
+				set(p, false, p.holding)
 			case e.F == history.Release && e.Type == history.Invoke:
 				set(p, p.waiting, false)
 			}
@@ -218,6 +240,105 @@ func (c Progress) stall(in Input) stallResult {
 		}
 	}
 	return res
+}
+
+// healing pairs each heal with the healthy event that followed it.
+type healing struct {
+	// awaits holds the positions of the heals' invocations that a healthy
+	// event of the same fault follows, before that fault starts again.
+	awaits map[int]struct{}
+	// ends holds the positions of those healthy events.
+	ends map[int]bool
+}
+
+// healings finds, in h, each heal that a healthy event followed: a fault
+// is in force from its start until its healthy event when it has one, and
+// until its heal begins when it has none (a fault that does not act on
+// the service, or a history recorded before the event existed).
+func healings(h []history.Event) healing {
+	out := healing{awaits: map[int]struct{}{}, ends: map[int]bool{}}
+	pending := map[string]int{} // a fault's last heal awaiting its healthy event
+	for i := range h {
+		e := &h[i]
+		if e.Process != history.Nemesis {
+			continue
+		}
+		switch {
+		case e.F == history.Start:
+			delete(pending, e.Fault)
+		case e.F == history.Stop && e.Type == history.Invoke:
+			pending[e.Fault] = i
+		case e.F == history.Healthy:
+			if k, ok := pending[e.Fault]; ok {
+				out.awaits[k], out.ends[i] = struct{}{}, true
+				delete(pending, e.Fault)
+			}
+		}
+	}
+	return out
+}
+
+// unansweredAcquires holds the positions of the acquire invocations the
+// lock service gave no answer to (their completion is info): the service
+// was unreachable, down or partitioned away, not holding the lock for
+// someone else. An acquire still open when the history ends is not one of
+// them: a client blocked on a lock no one releases looks like that.
+func unansweredAcquires(in Input) map[int32]bool {
+	refs, _ := in.Refs()
+	out := map[int32]bool{}
+	for _, o := range refs {
+		if o.Done && !o.Lone() && in.History[o.Call].F == history.Acquire && in.History[o.Ret].Type == history.Info {
+			out[o.Call] = true
+		}
+	}
+	return out
+}
+
+// Unavailability is the time, in ns, during which some client could not
+// reach the lock service: from the invocation of an acquire the service
+// gave no answer to until its client next asked (or its record ended),
+// the spans of all clients merged. It is the one definition of
+// unavailability: the progress checker reports it, and comparisons of
+// runs count the same.
+func Unavailability(in Input) int64 {
+	unanswered := unansweredAcquires(in)
+	if len(unanswered) == 0 {
+		return 0
+	}
+	type span struct{ from, to int64 }
+	var spans []span
+	open := map[string]int64{} // a client's span in progress, by its start
+	last := map[string]int64{} // a client's last event
+	for i := range in.History {
+		e := &in.History[i]
+		if !isClient(e.Process) {
+			continue
+		}
+		last[e.Process] = e.Time
+		from, ok := open[e.Process]
+		if ok && (e.F == history.Acquire && e.Type == history.Invoke) {
+			spans = append(spans, span{from, e.Time})
+			delete(open, e.Process)
+		}
+		if unanswered[int32(i)] {
+			open[e.Process] = e.Time
+		}
+	}
+	for c, from := range open {
+		spans = append(spans, span{from, last[c]})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	var total, reach int64
+	reach = math.MinInt64
+	for _, s := range spans {
+		if s.from > reach {
+			total += s.to - s.from
+		} else if s.to > reach {
+			total += s.to - reach
+		}
+		reach = max(reach, s.to)
+	}
+	return total
 }
 
 func b2i(b bool) int {

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -177,8 +178,79 @@ func TestFailOpenCosts(t *testing.T) {
 		{Time: 10, Process: "c3", Type: history.OK, F: history.Write, Token: 4, Value: history.Int(2)},
 	}
 	r := progress().Check(Input{History: h, Lease: Lease{TTL: 1e9}})
-	wantCounts(t, r, map[string]int64{"acquires_unknown": 2, "sections_unlocked": 1})
-	if !strings.Contains(r.Summary, "2 acquires got no answer from the lock service, 1 section then ran without the lock") {
+	// c1 could not reach the service from its acquire at 1 until its
+	// record ends at 6, c2 from 3 to 4: 5 ns in all.
+	wantCounts(t, r, map[string]int64{"acquires_unknown": 2, "sections_unlocked": 1, "unavailable_ns": 5})
+	if !strings.Contains(r.Summary, "2 acquires got no answer from the lock service (clients could not reach it for 0.0 s), 1 section then ran without the lock") {
 		t.Errorf("summary %q does not tell both costs", r.Summary)
+	}
+}
+
+// TestServiceDownGolden judges four runs of one shape (a single Redis,
+// TTL 1 s): c1 and c2 take turns until the nemesis kills the node at
+// 2.000 s; the heal begins at 2.332 s, docker start returns at 2.900 s,
+// and the service answers again only at 6.600 s, when turns resume. The
+// clients ask for the lock every 0.1 s in between.
+//   - down-info: no healthy event, and every acquire in between ends info
+//     (connection refused): the clients could not reach the service, so
+//     the 4.3 s after the heal began are unavailability, not a deadlock.
+//   - down-fail, its twin: the same acquires end fail (the service said
+//     the lock is taken) while no one holds it and no fault is in force
+//     after the heal began: a deadlock, as a history without the healthy
+//     event must still be judged.
+//   - down-healthy: the acquires fail, but the nemesis recorded the
+//     service healthy only at 6.600 s: the fault was in force until then.
+//   - down-healthy-early, its twin: healthy at 2.950 s, and the lock still
+//     refused to everyone for 3.6 s after: a deadlock.
+//
+// A healthy event that failed (the service never answered within the
+// bound) keeps the fault in force to the end: down-healthy-early with that
+// event failed is no deadlock.
+func TestServiceDownGolden(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		healthyFailed bool
+		want          Verdict
+		longest       int64
+		unavailable   int64
+	}{
+		{name: "down-info", want: Valid, longest: 0, unavailable: 6761e6 - 2010e6},
+		{name: "down-fail", want: Invalid, longest: 6602e6 - 2332e6},
+		{name: "down-healthy", want: Valid, longest: 0},
+		{name: "down-healthy-early", want: Invalid, longest: 6602e6 - 2950e6},
+		{name: "down-healthy-early", healthyFailed: true, want: Valid, longest: 0},
+	} {
+		t.Run(fmt.Sprintf("%s/healthy-failed=%v", c.name, c.healthyFailed), func(t *testing.T) {
+			in := load(t, c.name)
+			in.Lease = Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}
+			if c.healthyFailed {
+				for i := range in.History {
+					if e := &in.History[i]; e.F == history.Healthy {
+						e.Type, e.Error = history.Fail, "the service did not answer its probe within 60 s"
+					}
+				}
+			}
+			rs := checkAll(in)
+			for name, r := range rs {
+				want := Valid
+				if name == "progress" {
+					want = c.want
+				}
+				if r.Valid != want {
+					t.Errorf("%s: %s (%s; %s), want %s", name, r.Valid, r.Summary, r.Reason, want)
+				}
+			}
+			p := rs["progress"]
+			if c.longest > 0 {
+				wantCounts(t, p, map[string]int64{"longest_stall_ns": c.longest})
+			} else if got := p.Counts["longest_stall_ns"]; got >= 1e9 {
+				t.Errorf("longest stall %d ns, want under a TTL", got)
+			}
+			wantCounts(t, p, map[string]int64{"unavailable_ns": c.unavailable})
+			if c.want == Invalid {
+				a := anomaly(t, p, "deadlock")
+				wantSame(t, "waiting clients", a.Clients, []string{"c1", "c2"})
+			}
+		})
 	}
 }
