@@ -313,8 +313,17 @@ func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string,
 		return "", fmt.Errorf("exec in %s: %w", name, err)
 	}
 	defer att.Close()
+	// The attached stream is a hijacked connection that ctx does not
+	// reach: without this, an exec whose ctx ended (a wait for a service
+	// cut short by the run's end) would hold its caller until the command
+	// in the node ended by itself, which for a probe loop is up to its
+	// whole bound.
+	defer context.AfterFunc(ctx, att.Close)()
 	var out, errOut bytes.Buffer
 	if _, err := stdcopy.StdCopy(&out, &errOut, att.Reader); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return "", fmt.Errorf("exec in %s: %w", name, err)
 	}
 	ins, err := c.eng.ContainerExecInspect(ctx, ex.ID)

@@ -125,6 +125,10 @@ func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record R
 	}
 }
 
+// RunEndedUnhealthy is the reason of a healthy fail recorded because the
+// run ended while the service was awaited.
+const RunEndedUnhealthy = "the run ended before the service answered again"
+
 // awaitHealthy records when the service healed of f answers again: a
 // healthy info, or a healthy fail with the reason once the wait gave up.
 // A run that ends during the wait records a fail too, saying so: the
@@ -138,7 +142,9 @@ func awaitHealthy(ctx context.Context, healthy func(context.Context) error, f Fa
 	if err := healthy(ctx); err != nil {
 		e.Type, e.Error = history.Fail, err.Error()
 		if ctx.Err() != nil {
-			e.Error = "the run ended before the service answered again: " + e.Error
+			// Every check was stopped by the run's end, which is then
+			// all its error says.
+			e.Error = RunEndedUnhealthy
 		}
 	}
 	record(e)

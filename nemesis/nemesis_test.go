@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -318,7 +317,7 @@ func TestHealthyCutByTheRunsEnd(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
-	if last := events[len(events)-1]; !strings.HasPrefix(last.Error, "the run ended before the service answered again: ") {
+	if last := events[len(events)-1]; last.Error != RunEndedUnhealthy {
 		t.Errorf("reason %q", last.Error)
 	}
 }

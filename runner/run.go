@@ -374,13 +374,15 @@ func (r *run) ready(ctx context.Context, within time.Duration) (string, error) {
 // what it says.
 func (r *run) healthy(ctx context.Context) error {
 	deadline := time.Now().Add(readyWithin)
-	if err := r.probe(ctx, r.served, readyWithin); err != nil {
-		return fmt.Errorf("%s not healthy again: %w", r.cfg.Backend, err)
+	err := r.probe(ctx, r.served, readyWithin)
+	if err == nil {
+		// The check that is left gets what the probes left of the
+		// bound, and one last try at least.
+		_, err = r.ready(ctx, max(time.Until(deadline), time.Second))
 	}
-	// The check that is left gets what the probes left of the bound, and
-	// one last try at least.
-	if _, err := r.ready(ctx, max(time.Until(deadline), time.Second)); err != nil {
-		return fmt.Errorf("%s not healthy again: %w", r.cfg.Backend, err)
+	if err != nil {
+		// One line for the history: the nodes' reasons side by side.
+		return fmt.Errorf("%s not healthy again: %s", r.cfg.Backend, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return nil
 }
