@@ -128,8 +128,11 @@ type FaultEffect struct {
 	// is the fault's start, or later when the pause landed just after its
 	// target released and the target, already waiting again, was granted
 	// the lock while frozen (see heldThrough).
-	HeldThrough  bool  `json:"held_through,omitempty"`
-	HeldFrom     int64 `json:"held_from,omitempty"`
+	HeldThrough bool  `json:"held_through,omitempty"`
+	HeldFrom    int64 `json:"held_from,omitempty"`
+	// KilledHolder: it killed a client holding the lock, which then
+	// had to be let expire.
+	KilledHolder bool  `json:"killed_holder,omitempty"`
 	StaleWindows int64 `json:"stale_windows"`
 	StaleWrites  int64 `json:"stale_writes"`
 	TwoHolders   int64 `json:"two_holders"`
@@ -137,17 +140,25 @@ type FaultEffect struct {
 
 // holding is one acquire ok of one client, up to its release.
 type holding struct {
-	client     string
-	token      int64
+	client string
+	token  int64
+	// s is the latest recorded moment certainly before the grant: the
+	// acquire's invocation, or, where the lease is granted per acquire,
+	// the send of the attempt that took the lock, if later.
+	s          int64
 	c          int64 // the acquire's completion
 	okIdx      int64
-	believed   int64 // release invocation, or the end of the history
+	believed   int64 // release invocation, the client's kill, or the end of the history
 	released   bool
+	killed     bool // its client was killed while it held the lock
 	releaseIdx int64
 	lower      int64 // L_H's lease part: the proven lower bound on expiry, or c when unproven
 	lowerIdx   int64 // the event proving it
 	upper      int64 // the latest the lease can have lasted; 0 when unknown
 	proven     bool
+	// byInvocation: its lease is proven from its acquire's invocation,
+	// the acquire having recorded no attempt.
+	byInvocation bool
 	// firstWrite and lastWrite chain its writes through holdings.writes;
 	// -1 when it has none.
 	firstWrite, lastWrite int32
@@ -194,7 +205,7 @@ func (h *holding) who() string {
 // Check implements Checker.
 func (c Exclusion) Check(in Input) Result {
 	r := newResult(c.Name())
-	zero(r.Counts, "holdings", "proven", "two_holders", "stale_beliefs", "stale_writes", "faults", "faults_effective")
+	zero(r.Counts, "holdings", "proven", "bounded_by_invocation", "two_holders", "stale_beliefs", "stale_writes", "faults", "faults_effective")
 	if why := in.Lease.noLease(); why != "" {
 		r.Valid, r.Reason = Skipped, why
 		r.Summary = "skipped: no lease to check"
@@ -207,6 +218,9 @@ func (c Exclusion) Check(in Input) Result {
 	for _, x := range hs.all {
 		if x.proven {
 			r.Counts["proven"]++
+		}
+		if x.byInvocation {
+			r.Counts["bounded_by_invocation"]++
 		}
 	}
 	faults := faultsOf(h, end)
@@ -245,7 +259,7 @@ func (c Exclusion) Check(in Input) Result {
 	r.Faults = faults
 	r.Counts["faults"] = int64(len(faults))
 	for _, f := range faults {
-		if f.StaleWindows+f.TwoHolders > 0 {
+		if f.StaleWindows+f.TwoHolders > 0 || f.KilledHolder {
 			r.Counts["faults_effective"]++
 		}
 		if f.HeldThrough {
@@ -265,9 +279,18 @@ func (c Exclusion) Check(in Input) Result {
 		return r
 	}
 	r.Valid = Valid
-	r.Summary = fmt.Sprintf("no two certain holdings overlap (%d of %s proven); %s",
-		r.Counts["proven"], plural(r.Counts["holdings"], "holding"), staleSummary(r.Counts))
+	r.Summary = fmt.Sprintf("no two certain holdings overlap (%d of %s proven%s); %s",
+		r.Counts["proven"], plural(r.Counts["holdings"], "holding"), byInvocation(r.Counts), staleSummary(r.Counts))
 	return r
+}
+
+// byInvocation tells how many holdings' leases only their invocations
+// bound, if any.
+func byInvocation(counts map[string]int64) string {
+	if n := counts["bounded_by_invocation"]; n > 0 {
+		return fmt.Sprintf(", %d bounded from their invocation", n)
+	}
+	return ""
 }
 
 func staleSummary(counts map[string]int64) string {
@@ -345,13 +368,24 @@ func gather(in Input, end int64) holdings {
 			if o.Type(h) != history.OK {
 				continue
 			}
-			hs.all = append(hs.all, holding{client: call.Process, token: ret.Token, c: ret.Time, okIdx: ret.Index,
+			hs.all = append(hs.all, holding{client: call.Process, token: ret.Token, s: call.Time, c: ret.Time, okIdx: ret.Index,
 				believed: end, lower: ret.Time, firstWrite: -1, lastWrite: -1})
 			x := &hs.all[len(hs.all)-1]
 			// The grant happened before its completion.
 			extend(x, ret.Time, ret.TTL)
-			if ret.Attempt > 0 {
+			switch {
+			case ret.Attempt > 0:
 				prove(x, ret.Attempt, ret.TTL, ret.Index)
+				if !l.Session {
+					x.s = max(x.s, ret.Attempt)
+				}
+			case l.observedExpiry():
+				// A lease granted by the acquire's own request (not a
+				// session's, not a server session's last statement) was
+				// granted by a request sent no earlier than the acquire
+				// was invoked: the invocation bounds its send.
+				prove(x, call.Time, ret.TTL, call.Index)
+				x.byInvocation = true
 			}
 			open[call.Process], renewing[call.Process] = len(hs.all)-1, len(hs.all)-1
 		case history.Release:
@@ -378,6 +412,15 @@ func gather(in Input, end int64) holdings {
 			hs.all[i].upper = 0
 		}
 	}
+	// A client killed while it held the lock believes nothing after its
+	// kill; its lease is unchanged: nothing released it.
+	for _, k := range kills(h) {
+		for i := range hs.all {
+			if x := &hs.all[i]; x.client == k.client && !x.released && x.c <= k.time && k.time < x.believed {
+				x.believed, x.killed = k.time, true
+			}
+		}
+	}
 	hs.byC = make([]int32, len(hs.all))
 	for i := range hs.byC {
 		hs.byC[i] = int32(i)
@@ -390,46 +433,85 @@ func gather(in Input, end int64) holdings {
 	return hs
 }
 
-// overlaps finds every holding whose certain window starts inside the
-// certain window of another client's: sweeping holdings in order of c,
-// max(c_A, c_B) is the later one's c, so B violates exclusion with an
-// earlier A iff c_B < L_A and c_B < L_B; the earlier holding with the
-// latest L (of a client other than B's) is the witness.
+// overlaps finds every pair of holdings of different clients that the
+// service granted while the other's lease was certainly valid. Each grant
+// happened within [s_X, c_X]; two holdings are two holders iff, for every
+// order of their grants those intervals allow, the later grant completed
+// before the earlier holding's L. For holdings A and B with c_A ≤ c_B,
+// A's grant may always have come first, which needs c_B < L_A (and A's
+// lease proven); B's may have come first iff s_B ≤ c_A, which then needs
+// c_A < L_B (and B's lease proven). So B is a second holder beside an
+// earlier A iff c_B < L_A and c_A < t_B, where t_B is the later of s_B
+// and, if B's lease is proven, L_B. When B's own window [c_B, L_B) is not
+// empty, t_B > c_B ≥ c_A and this is max(c_A, c_B) < min(L_A, L_B); when
+// it is empty (B's reply came late), B's grant still fell inside A's
+// certain lease if B asked only after A's grant completed.
+//
+// Sweeping holdings in order of c, the A to compare B with are a prefix of
+// that order (those with c_A < t_B), and the witness is the one with the
+// latest L among them, of a client other than B's: the latest L of each
+// prefix, among two different clients, is kept as the sweep goes.
 func overlaps(r *Result, hs holdings, record func(Window)) {
-	// best and second hold the latest L_A among two different clients.
-	var best, second *holding
-	for _, k := range hs.byC {
-		b := &hs.all[k]
-		a := best
-		if a != nil && a.client == b.client {
-			a = second
+	// best[j] and second[j] are the latest L among the proven holdings
+	// of the first j in order of c, of two different clients; -1 for none.
+	n := len(hs.byC)
+	best, second := make([]int32, n+1), make([]int32, n+1)
+	best[0], second[0] = -1, -1
+	for j, k := range hs.byC {
+		b, s := best[j], second[j]
+		if x := &hs.all[k]; x.proven {
+			switch {
+			case b < 0 || x.end() > hs.all[b].end():
+				if b >= 0 && hs.all[b].client != x.client {
+					s = b
+				}
+				b = k
+			case x.client != hs.all[b].client && (s < 0 || x.end() > hs.all[s].end()):
+				s = k
+			}
 		}
-		if a != nil && b.proven && b.c < a.end() && b.c < b.end() && r.tally("two_holders") {
-			to := min(a.end(), b.end())
-			msg := fmt.Sprintf("%s was granted the lock at %s while the lease of %s, granted at %s, was certainly valid until %s: "+
+		best[j+1], second[j+1] = b, s
+	}
+	for j, k := range hs.byC {
+		b := &hs.all[k]
+		t := b.s
+		if b.proven {
+			t = max(t, b.end())
+		}
+		// The first of those before B with c ≥ t ends the prefix.
+		p, _ := slices.BinarySearchFunc(hs.byC[:j], t, func(a int32, t int64) int { return cmp.Compare(hs.all[a].c, t) })
+		w := best[p]
+		if w >= 0 && hs.all[w].client == b.client {
+			w = second[p]
+		}
+		if w < 0 || b.c >= hs.all[w].end() || !r.tally("two_holders") {
+			continue
+		}
+		a := &hs.all[w]
+		var msg string
+		from, to := b.c, min(a.end(), b.end())
+		if b.proven && b.c < b.end() {
+			msg = fmt.Sprintf("%s was granted the lock at %s while the lease of %s, granted at %s, was certainly valid until %s: "+
 				"both held it from %s to %s (%s).",
 				b.who(), history.Seconds(b.c), a.who(), history.Seconds(a.c), history.Seconds(a.end()),
 				history.Seconds(b.c), history.Seconds(to), millis(to-b.c))
-			events := []int64{a.okIdx, a.endIdx(), b.okIdx}
-			slices.Sort(events)
-			events = slices.Compact(events)
-			r.Anomalies = append(r.Anomalies, Anomaly{Kind: "two-holders", Message: msg, Events: events,
-				Clients: []string{a.client, b.client}, Tokens: []int64{a.token, b.token}, Time: b.c})
-			record(Window{Kind: "two-holders", From: b.c, To: to, Clients: []string{a.client, b.client},
-				Tokens: []int64{a.token, b.token}, Events: events, Fault: -1, Message: msg})
+		} else {
+			// B's grant came at some moment of [s_B, c_B]; whichever grant
+			// came second, both held the lock at that moment, which lies
+			// between the later of the asks and B's reply.
+			from, to = max(a.s, b.s), b.c
+			msg = fmt.Sprintf("%s asked for the lock at %s and was granted it by %s, while the lease of %s, granted at %s, was certainly valid until %s: "+
+				"the service granted the lock twice, and both held it at some moment from %s to %s; %s's reply came late, so its own lease is not proven past it.",
+				b.who(), history.Seconds(b.s), history.Seconds(b.c), a.who(), history.Seconds(a.c), history.Seconds(a.end()),
+				history.Seconds(from), history.Seconds(to), b.client)
 		}
-		if !b.proven {
-			continue
-		}
-		switch {
-		case best == nil || b.end() > best.end():
-			if best != nil && best.client != b.client {
-				second = best
-			}
-			best = b
-		case b.client != best.client && (second == nil || b.end() > second.end()):
-			second = b
-		}
+		events := []int64{a.okIdx, a.endIdx(), b.okIdx}
+		slices.Sort(events)
+		events = slices.Compact(events)
+		r.Anomalies = append(r.Anomalies, Anomaly{Kind: "two-holders", Message: msg, Events: events,
+			Clients: []string{a.client, b.client}, Tokens: []int64{a.token, b.token}, Time: b.c})
+		record(Window{Kind: "two-holders", From: from, To: to, Clients: []string{a.client, b.client},
+			Tokens: []int64{a.token, b.token}, Events: events, Fault: -1, Message: msg})
 	}
 }
 
@@ -501,10 +583,30 @@ func staleBeliefs(r *Result, hs holdings, lastStatement bool, record func(Window
 }
 
 func believedUntil(x *holding) string {
-	if x.released {
+	switch {
+	case x.released:
 		return history.Seconds(x.believed) + " (its release)"
+	case x.killed:
+		return history.Seconds(x.believed) + " (its kill)"
 	}
 	return history.Seconds(x.believed) + " (the end of the run)"
+}
+
+// kill is a client's death at the nemesis's hands.
+type kill struct {
+	client string
+	time   int64
+}
+
+// kills lists the clients h says were killed, and when.
+func kills(h []history.Event) []kill {
+	var out []kill
+	for i := range h {
+		for _, c := range history.Killed(h[i]) {
+			out = append(out, kill{c, h[i].Time})
+		}
+	}
+	return out
 }
 
 // faultsOf lists the faults injected, each ending at its heal or at the end
@@ -537,8 +639,11 @@ func hitHolders(hs holdings, faults []FaultEffect) {
 		f := &faults[i]
 		f.HitHolder = f.StaleWindows+f.TwoHolders > 0
 		for _, x := range hs.all {
-			if x.c <= f.Start && f.Start < x.believed && slices.Contains(f.Targets, x.client) {
+			if x.c <= f.Start && (f.Start < x.believed || x.killed && f.Start == x.believed) && slices.Contains(f.Targets, x.client) {
 				f.HitHolder = true
+				// A holder killed outright never holds past its lease;
+				// its lease must expire for anyone else to go on.
+				f.KilledHolder = f.KilledHolder || x.killed && f.Start == x.believed
 			}
 		}
 	}
@@ -651,3 +756,40 @@ func Evidence(verdict Verdict, rs []Result) string {
 const WeakEvidence = "valid, but no fault reached a holder: weak evidence"
 
 func millis(d int64) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+
+// Validate refuses what no acquire or renewal of this lock can have
+// recorded, naming the history line (the history is judged in time order,
+// one event per line): an attempt sent after its own acquire's reply; for
+// a lease granted per acquire, an attempt sent before its acquire was
+// invoked (on a session's lease it is the session's last keep-alive, which
+// may well be older); a negative TTL (none, or 0, means the configured
+// one). Each would inflate a proven lease into a confident verdict. The
+// error wraps history.ErrMalformed.
+func (l Lease) Validate(h []history.Event) error {
+	invoked := map[string]int64{} // a client's open acquire's invocation
+	for i := range h {
+		e := &h[i]
+		if e.TTL < 0 {
+			return fmt.Errorf("%w: history line %d: %s's %s has a negative ttl %d", history.ErrMalformed, i+1, e.Process, e.F, e.TTL)
+		}
+		if e.F != history.Acquire || e.Process == history.Nemesis {
+			continue
+		}
+		if e.Type == history.Invoke {
+			invoked[e.Process] = e.Time
+			continue
+		}
+		if e.Attempt == 0 {
+			continue
+		}
+		if e.Attempt > e.Time {
+			return fmt.Errorf("%w: history line %d: %s's acquire records an attempt sent at %s, after its reply at %s",
+				history.ErrMalformed, i+1, e.Process, history.Seconds(e.Attempt), history.Seconds(e.Time))
+		}
+		if t, ok := invoked[e.Process]; ok && !l.Session && e.Attempt < t {
+			return fmt.Errorf("%w: history line %d: %s's acquire records an attempt sent at %s, before the acquire was invoked at %s, and this lock's lease is granted by the acquire itself",
+				history.ErrMalformed, i+1, e.Process, history.Seconds(e.Attempt), history.Seconds(t))
+		}
+	}
+	return nil
+}

@@ -1,6 +1,8 @@
 package checkers
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
@@ -268,6 +270,95 @@ func TestExclusionGolden(t *testing.T) {
 				wantWindow(t, window(t, r, "two-holders"), 1200e6, 1500e6)
 			},
 		},
+		{
+			// c1 holds from 0.302 s; a renewal sent at 0.800 s proves its
+			// lease to 0.800 + 1 − 0.0015 = 1.7985 s, and it releases at
+			// 1.702 s. c2 asked at 0.400 s, after c1's grant had
+			// completed, and its reply came at 1.500 s: whichever way the
+			// service ordered the grants, it granted c2 while c1's lease
+			// was certain. c2's own lease is proven only to 1.3985 s,
+			// before its reply, so its own window is empty: the grant is
+			// still two holders, not a stale belief. The fence keeps the
+			// data safe, and the run is invalid through exclusion alone.
+			name: "late-reply-grant", lease: Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}, model: "redis", want: Invalid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "two_holders": 1})
+				a := anomaly(t, r, "two-holders")
+				wantSame(t, "clients", a.Clients, []string{"c1", "c2"})
+				wantMentions(t, a, "c2 (token 2) asked for the lock at 0.400 s and was granted it by 1.500 s",
+					"c1 (token 1), granted at 0.302 s, was certainly valid until 1.702 s", "the service granted the lock twice")
+				wantWindow(t, window(t, r, "two-holders"), 400e6, 1500e6)
+			},
+		},
+		{
+			// Its twin: c2's reply comes at 1.800 s, after c1's release
+			// at 1.702 s; the service may have granted c2 after it.
+			name: "late-reply-after-release", lease: Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}, model: "redis", want: Valid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "two_holders": 0})
+			},
+		},
+		{
+			// Neither acquire records an attempt. On a single Redis the
+			// lease is granted by the acquire's own request, sent no
+			// earlier than its invocation: c1's lease is proven from
+			// 0.100 s, and c2, granted at 0.202 s, held the lock beside
+			// it until c1's release at 0.500 s.
+			name: "invocation-overlap", lease: Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}, model: "redis", want: Invalid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "bounded_by_invocation": 2, "two_holders": 1})
+				wantWindow(t, window(t, r, "two-holders"), 202e6, 500e6)
+			},
+		},
+		{
+			// The same acquires under PostgreSQL's lock: an invocation
+			// proves nothing past itself there, so no lease is proven.
+			name: "invocation-overlap", lease: pgLease, model: "postgres", want: Unknown,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 0, "bounded_by_invocation": 0})
+			},
+		},
+		{
+			// Its twin: c2, waiting since 0.200 s, is granted at 0.504 s,
+			// after c1's release: valid, both leases bounded from their
+			// invocations.
+			name: "invocation-serial", lease: Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}, model: "redis", want: Valid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "bounded_by_invocation": 2, "two_holders": 0})
+				if !strings.Contains(r.Summary, "2 of 2 holdings proven, 2 bounded from their invocation") {
+					t.Errorf("summary %q does not count the holdings bounded from their invocation", r.Summary)
+				}
+			},
+		},
+		{
+			// The nemesis SIGKILLs c2 at 0.325 s, right after its grant:
+			// c2 believes nothing after its kill, so its lease running
+			// out at 1.2915 s opens no stale belief, and c1's grant at
+			// 1.402 s comes after it. The kill reached a holder: the
+			// fault was effective.
+			name: "killed-holder-expires", lease: Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}, model: "redis", want: Valid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 7, "two_holders": 0, "stale_beliefs": 0, "faults": 1, "faults_effective": 1})
+				if f := r.Faults[0]; !f.HitHolder || !f.KilledHolder {
+					t.Errorf("fault effect = %+v, want a killed holder", f)
+				}
+				if got := Evidence(Valid, []Result{r}); got != "" {
+					t.Errorf("evidence %q: a kill that reached the holder is no weak evidence", got)
+				}
+			},
+		},
+		{
+			// Its twin: c1 is granted at 1.002 s, while the dead c2's
+			// lease, never released, was certainly valid until 1.2915 s.
+			name: "killed-holder-regranted", lease: Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}, model: "redis", want: Invalid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"two_holders": 1, "stale_beliefs": 0})
+				wantWindow(t, window(t, r, "two-holders"), 1002e6, 1037e6)
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.model, func(t *testing.T) {
@@ -375,5 +466,39 @@ func TestEvidence(t *testing.T) {
 	fenced.Counts = map[string]int64{"rejected_writes": 0, "rejected_reads": 0}
 	if got := Evidence(Valid, []Result{fenced, quiet}); got != WeakEvidence {
 		t.Errorf("quiet run with nothing rejected: evidence = %q", got)
+	}
+}
+
+// TestLeaseValidate: an attempt after its own acquire's reply, or, where
+// the lease is granted per acquire, before its invocation, and a negative
+// TTL are refused, naming the line; each has a twin that is accepted (an
+// attempt at the reply itself; the same early attempt on a session's
+// lease, where it is the session's last keep-alive).
+func TestLeaseValidate(t *testing.T) {
+	redis := Lease{TTL: 1e9, SlackFixed: 1e6, SlackPPM: 500}
+	for _, c := range []struct {
+		name  string
+		lease Lease
+		want  string // "" to accept
+	}{
+		{"attempt-after-reply", redis, "history line 2: c1's acquire records an attempt sent at 0.103 s, after its reply at 0.102 s"},
+		{"attempt-at-reply", redis, ""},
+		{"attempt-before-invoke", redis, "history line 2: c1's acquire records an attempt sent at 0.090 s, before the acquire was invoked at 0.100 s"},
+		{"attempt-before-invoke", etcdLease, ""},
+		{"ttl-negative", redis, "history line 2: c1's acquire has a negative ttl"},
+		{"two-holders", redisLease, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.lease.Validate(load(t, c.name).History)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want == "":
+			case err == nil:
+				t.Fatalf("accepted, want %q", c.want)
+			case !errors.Is(err, history.ErrMalformed) || !strings.Contains(err.Error(), c.want):
+				t.Errorf("error %q, want a malformed history mentioning %q", err, c.want)
+			}
+		})
 	}
 }

@@ -35,9 +35,11 @@ var countMeanings = map[string]string{
 	"regressed_reads":             "reads that saw a value a regression had taken back",
 	"holdings":                    "times a client held the lock",
 	"proven":                      "holdings whose lease has a proven lower bound on its expiry",
+	"bounded_by_invocation":       "proven holdings whose acquire recorded no attempt, bounded from the acquire's invocation",
 	"two_holders":                 "overlaps of two holdings whose leases were both certainly valid",
 	"stale_beliefs":               "holders that believed they held the lock past their lease",
 	"stale_writes":                "writes attempted inside stale windows",
 	"faults":                      "faults the nemesis injected",
+	"unavailable_ns":              "time some client could not reach the lock service: from an acquire it never answered until that client asked again",
 	"faults_effective":            "faults that reached a holder: froze or cut off a client holding the lock, or opened a window",
 }

@@ -59,6 +59,9 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		rep.Notes = append(rep.Notes, note)
 	}
 	in := checkers.Prepare(checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)})
+	if err := in.Lease.Validate(events); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
+	}
 	// Checkers are pure functions of the input: they judge it side by
 	// side, on every core. A checker that panics has judged nothing: its
 	// verdict is unknown, and the panic, which a goroutine of its own
