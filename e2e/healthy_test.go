@@ -10,12 +10,14 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/rundir"
 )
 
-// zkDownSeed draws, in 15 s, one kill of two ZooKeeper members restarted
-// at once; lockbench before the healthy event judged this run a deadlock
-// (from the kill until the ensemble served again, 5.8 s).
+
+// zkDownSeed draws, first, a kill of two ZooKeeper members restarted at
+// once; lockbench before the healthy event judged this run a deadlock,
+// from the kill until the ensemble served again.
 const zkDownSeed = "29"
 
 // A majority of the ensemble killed and restarted at once leaves the whole
@@ -26,7 +28,7 @@ const zkDownSeed = "29"
 func TestZooKeeperDownPastItsHeal(t *testing.T) {
 	const ttl = time.Second
 	r := lockbench(t, nil, "run", "--backend", "zookeeper", "--ttl", ttl.String(), "--nemesis", "kill", "--target", "majority",
-		"--restart-delay", "0", "--time-limit", "15s", "--seed", zkDownSeed)
+		"--restart-delay", "0", "--nemesis-interval", "2s", "--time-limit", "20s", "--seed", zkDownSeed)
 	defer assertNothingLeft(t, r.runID)
 	if r.exit > 2 {
 		t.Fatalf("exit %d: %s", r.exit, r.stderr)
@@ -35,35 +37,44 @@ func TestZooKeeperDownPastItsHeal(t *testing.T) {
 	type heal struct {
 		targets            []string
 		begun, done, ready int64
+		healthy            bool
 	}
 	var heals []heal
-	var nemesis []history.Event
+	var faults []history.Event
 	for _, e := range events {
 		if e.Process == history.Nemesis {
-			nemesis = append(nemesis, e)
+			faults = append(faults, e)
 		}
 	}
-	for i, e := range nemesis {
+	for i, e := range faults {
 		if e.F != history.Stop || e.Type != history.Info {
 			continue
 		}
-		start, begun := nemesis[i-2], nemesis[i-1]
+		start, begun := faults[i-2], faults[i-1]
 		if start.F != history.Start || start.Type != history.Info || begun.F != history.Stop || begun.Type != history.Invoke {
 			t.Fatalf("heal %+v does not follow its fault's start and the heal's invoke", e)
 		}
-		if i+1 == len(nemesis) || nemesis[i+1].F != history.Healthy {
-			t.Fatalf("heal at %s is not followed by a healthy event: %+v", history.Seconds(e.Time), nemesis[i+1:])
+		if i+1 == len(faults) || faults[i+1].F != history.Healthy {
+			t.Fatalf("heal at %s is not followed by a healthy event: %+v", history.Seconds(e.Time), faults[i+1:])
 		}
-		h := nemesis[i+1]
-		if h.Type != history.Info || h.Fault != "kill" || !slices.Equal(h.Targets, start.Targets) || h.Time < e.Time {
+		h := faults[i+1]
+		// Only a wait the run's end cut short, after the last heal, may
+		// fail: the service comes back well within the bound.
+		last := i+2 == len(faults)
+		cut := h.Type == history.Fail && h.Error == nemesis.RunEndedUnhealthy && last
+		if h.Type != history.Info && !cut || h.Fault != "kill" || !slices.Equal(h.Targets, start.Targets) || h.Time < e.Time {
 			t.Errorf("after the heal at %s (of %v): %+v, want a healthy info of kill on the same targets, later", history.Seconds(e.Time), start.Targets, h)
 		}
-		heals = append(heals, heal{targets: start.Targets, begun: begun.Time, done: e.Time, ready: h.Time})
+		heals = append(heals, heal{targets: start.Targets, begun: begun.Time, done: e.Time, ready: h.Time, healthy: h.Type == history.Info})
 	}
-	if len(heals) == 0 {
-		t.Fatal("no fault was healed")
+	if len(heals) == 0 || !heals[0].healthy {
+		t.Fatalf("no fault was healed and the service seen healthy after it: %+v", heals)
 	}
 	for _, h := range heals {
+		if !h.healthy {
+			t.Logf("the run ended %s after the last heal, before the service answered", seconds(h.ready-h.done))
+			continue
+		}
 		// From inside the cluster: the clients, in their containers, got
 		// no lock from the heal's beginning until the ensemble served
 		// again, longer than 3 TTLs, and were granted it after healthy.
@@ -96,6 +107,13 @@ func TestZooKeeperDownPastItsHeal(t *testing.T) {
 		t.Logf("heal began at %s, done at %s; healthy %s later; first grant after it %s after the heal began",
 			history.Seconds(h.begun), history.Seconds(h.done), seconds(h.ready-h.done), seconds(first-h.begun))
 	}
+	page, err := os.ReadFile(filepath.Join(r.dir, rundir.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), `class="fault-recovery"`); n < len(heals) {
+		t.Errorf("report.html draws %d waits for the service, want one per heal (%d)", n, len(heals))
+	}
 	rep := readReport(t, r.dir)
 	if r.exit != verdictExit[rep.Verdict] {
 		t.Errorf("exit %d for verdict %s", r.exit, rep.Verdict)
@@ -116,7 +134,11 @@ func TestZooKeeperDownPastItsHeal(t *testing.T) {
 	}
 	var want []int64
 	for _, h := range heals {
-		want = append(want, h.ready-h.done)
+		if h.healthy {
+			want = append(want, h.ready-h.done)
+		} else {
+			want = append(want, 0)
+		}
 	}
 	if !slices.Equal(recovered, want) {
 		t.Errorf("results.json's faults[].healthy %v, want %v from the history", recovered, want)
