@@ -14,7 +14,6 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 )
 
-
 // zkDownSeed draws, first, a kill of two ZooKeeper members restarted at
 // once; lockbench before the healthy event judged this run a deadlock,
 // from the kill until the ensemble served again.
