@@ -105,18 +105,17 @@ type Window struct {
 
 // FaultEffect is what one injected fault did to the holders.
 type FaultEffect struct {
-	Event   int64    `json:"event"` // the history index of its start
-	Fault   string   `json:"fault"`
-	Start   int64    `json:"start"`
-	End     int64    `json:"end"`
-	Targets []string `json:"targets,omitempty"`
-	// Healthy is how long the service took, after the fault's heal (End),
-	// to answer the checks bring-up uses again, in ns: its recovery time,
-	// from the nemesis's healthy event. Unhealthy is the reason when it did
-	// not answer within the bound. Both are empty for a fault on clients
-	// alone and in the history of an older lockbench; rundir fills them.
-	Healthy   int64  `json:"healthy,omitempty"`
-	Unhealthy string `json:"unhealthy,omitempty"`
+	Event int64  `json:"event"` // the history index of its start
+	Fault string `json:"fault"`
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
+	// Healthy is the service's recovery time: ns from the heal (End) to
+	// the nemesis's healthy event after it, 0 when none was recorded.
+	// Unhealthy is the reason when the service did not answer again
+	// within the bound; the fault is then in force to the end.
+	Healthy   int64    `json:"healthy,omitempty"`
+	Unhealthy string   `json:"unhealthy,omitempty"`
+	Targets   []string `json:"targets,omitempty"`
 	// HitHolder: it targeted a client holding the lock when it started,
 	// or some window below is credited to it.
 	HitHolder bool `json:"hit_holder"`
@@ -229,7 +228,7 @@ func (c Exclusion) Check(in Input) Result {
 		// a lease outlives the fault that froze its holder by up to a TTL.
 		best := -1
 		for i, f := range faults {
-			if f.Start <= t && t <= f.End+in.Lease.TTL && (best < 0 || f.Start >= faults[best].Start) {
+			if f.Start <= t && t <= f.inForceUntil(end)+in.Lease.TTL && (best < 0 || f.Start >= faults[best].Start) {
 				best = i
 			}
 		}
@@ -629,7 +628,34 @@ func faultsOf(h []history.Event, end int64) []FaultEffect {
 			}
 		}
 	}
+	for _, e := range h {
+		if e.Process != history.Nemesis || e.F != history.Healthy {
+			continue
+		}
+		// The healthy event follows the heal of the faults of its kind
+		// that the heal ended.
+		for i := range out {
+			f := &out[i]
+			if f.Fault != e.Fault || f.End == end || f.End > e.Time || f.Healthy != 0 || f.Unhealthy != "" {
+				continue
+			}
+			if e.Type == history.Info {
+				f.Healthy = max(1, e.Time-f.End)
+			} else {
+				f.Unhealthy = cmp.Or(e.Error, "the service did not answer again")
+			}
+		}
+	}
 	return out
+}
+
+// inForceUntil is when f stopped acting on the service: its heal, or the
+// service's recovery after it, or the end of the run if it never came.
+func (f *FaultEffect) inForceUntil(end int64) int64 {
+	if f.Unhealthy != "" {
+		return end
+	}
+	return f.End + f.Healthy
 }
 
 // hitHolders marks the faults that targeted a client holding the lock when

@@ -383,8 +383,22 @@ func (g *gen) acquire(p string, force bool) (int64, bool) {
 		tok = g.token
 		g.c.grants++
 	}
-	// The granting attempt was sent after the last thing that happened.
-	g.emit(p, history.OK, history.Acquire, history.Event{Token: tok, Attempt: g.now, TTL: genTTL})
+	// The granting attempt was sent after the last thing that happened;
+	// a client that cannot tell when it sent it records none, and its
+	// invocation bounds the lease instead.
+	ok := history.Event{Token: tok, Attempt: g.now, TTL: genTTL}
+	switch g.src.pick(8) {
+	case 5:
+		ok.Attempt = 0
+	case 6, 7:
+		if !force {
+			// The reply comes late, past the lease the attempt began: the
+			// holding has no certain window at all, and nothing overlaps
+			// it in a serial run.
+			g.now += genTTL + 500e6
+		}
+	}
+	g.emit(p, history.OK, history.Acquire, ok)
 	return tok, true
 }
 
@@ -499,7 +513,25 @@ func (g *gen) section() {
 		where = lostAfterWrite
 		lose(where)
 	}
+	if g.c.clean && len(g.clients) > 1 && g.paused == "" && g.src.pick(8) == 7 {
+		g.kill(p)
+		return
+	}
 	g.release(p, tok, emitted)
+}
+
+// kill has the nemesis SIGKILL the holder p instead of its release: p's
+// record ends there, holding the lock, and no one may be granted it until
+// its lease has run out; the clock goes past that (a lease granted by an
+// attempt sent at the latest now). A serial run stays serial. Only clean
+// runs kill: the scenarios of the others pick their two clients by
+// number, and a dead one would act again.
+func (g *gen) kill(p string) {
+	g.emit(history.Nemesis, history.Info, history.Start, history.Event{Fault: history.KillClient, Targets: []string{p}})
+	g.clients = slices.DeleteFunc(slices.Clone(g.clients), func(c string) bool { return c == p })
+	delete(g.waiting, p)
+	g.now += genTTL + 10e6
+	g.emit(history.Nemesis, history.Info, history.Stop, history.Event{Fault: history.KillClient})
 }
 
 // nemesis sometimes pauses a client or ends the pause; the checkers ignore

@@ -251,6 +251,22 @@ func TestServiceDownGolden(t *testing.T) {
 				a := anomaly(t, p, "deadlock")
 				wantSame(t, "waiting clients", a.Clients, []string{"c1", "c2"})
 			}
+			// The exclusion result's faults carry the service's recovery
+			// time, from the heal's end at 2.900 s to the healthy event.
+			f := rs["exclusion"].Faults
+			if len(f) != 1 {
+				t.Fatalf("faults %+v, want the kill", f)
+			}
+			switch {
+			case c.healthyFailed:
+				if f[0].Healthy != 0 || f[0].Unhealthy == "" {
+					t.Errorf("fault %+v, want it unhealthy with the reason", f[0])
+				}
+			case c.name == "down-healthy" && f[0].Healthy != 6600e6-2900e6,
+				c.name == "down-healthy-early" && f[0].Healthy != 2950e6-2900e6,
+				strings.HasPrefix(c.name, "down-") && !strings.Contains(c.name, "healthy") && f[0].Healthy != 0:
+				t.Errorf("fault %+v: recovery time %d ns", f[0], f[0].Healthy)
+			}
 		})
 	}
 }

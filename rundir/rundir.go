@@ -11,12 +11,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
-	"github.com/lockbench/lockbench/history"
 )
 
 // Files of a run's directory.
@@ -107,59 +105,6 @@ type Results struct {
 	Lease   checkers.Lease `json:"lease"`
 	Notes   []string       `json:"notes,omitempty"`
 	Checked time.Time      `json:"checked"`
-}
-
-// Recovery fills each fault's Healthy or Unhealthy from the nemesis's
-// healthy events in h (time order): a healthy belongs to the faults of its
-// kind that the last heal of that kind healed, as a heal heals every open
-// fault of its kind.
-func (rep *Results) Recovery(h []history.Event) {
-	for i := range rep.Checkers {
-		faults := rep.Checkers[i].Faults
-		if len(faults) == 0 {
-			continue
-		}
-		byStart := make(map[int64]*checkers.FaultEffect, len(faults))
-		for j := range faults {
-			byStart[faults[j].Event] = &faults[j]
-		}
-		var open, healed []*checkers.FaultEffect
-		take := func(from *[]*checkers.FaultEffect, kind string) []*checkers.FaultEffect {
-			var out []*checkers.FaultEffect
-			*from = slices.DeleteFunc(*from, func(f *checkers.FaultEffect) bool {
-				if f.Fault == kind {
-					out = append(out, f)
-					return true
-				}
-				return false
-			})
-			return out
-		}
-		for _, e := range h {
-			if e.Process != history.Nemesis {
-				continue
-			}
-			switch {
-			case e.F == history.Start && e.Type == history.Info && byStart[e.Index] != nil:
-				open = append(open, byStart[e.Index])
-			case e.F == history.Stop && e.Type == history.Info:
-				// A later heal of the same kind supersedes an earlier
-				// one that found the service never answering again.
-				take(&healed, e.Fault)
-				healed = append(healed, take(&open, e.Fault)...)
-			case e.F == history.Healthy:
-				for _, f := range take(&healed, e.Fault) {
-					if e.Type == history.Info {
-						// At least 1 ns: a service healthy at once is
-						// told apart from one never awaited.
-						f.Healthy = max(e.Time-f.End, 1)
-					} else {
-						f.Unhealthy = e.Error
-					}
-				}
-			}
-		}
-	}
 }
 
 // ErrNotARun marks a directory that holds no readable run.

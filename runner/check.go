@@ -81,7 +81,6 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		})
 	}
 	wg.Wait()
-	rep.Recovery(events)
 	rep.Verdict = checkers.Overall(rep.Checkers)
 	rep.Evidence = checkers.Evidence(rep.Verdict, rep.Checkers)
 	rep.Events, rep.Lease = len(events), in.Lease
