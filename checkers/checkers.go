@@ -36,6 +36,10 @@ const (
 type Input struct {
 	History []history.Event `json:"history"`
 	Store   []store.Entry   `json:"store"`
+	// NoStore, when set, says why the run has no store log at all (as
+	// opposed to a log of no requests): what the store did is unknown,
+	// and the checkers that judge it say so, with this as their reason.
+	NoStore string `json:"no_store,omitempty"`
 	// Key is the counter's key; "" takes every key.
 	Key string `json:"key"`
 	// Lease describes the lock's leases, for the exclusion checker.
@@ -183,6 +187,19 @@ func Overall(rs []Result) Verdict {
 		return Unknown
 	}
 	return Valid
+}
+
+// withoutStore makes r unknown when the run has no store log, and reports
+// whether it did: a checker of the store's decisions judges nothing
+// without them, and an empty log would have it find every write lost or
+// every request missing.
+func withoutStore(r *Result, in Input) bool {
+	if in.NoStore == "" {
+		return false
+	}
+	r.Valid, r.Reason = Unknown, in.NoStore
+	r.Summary = "undecided: the run has no store log"
+	return true
 }
 
 func newResult(name string) Result {

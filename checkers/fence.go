@@ -70,6 +70,9 @@ func (c Fence) Check(in Input) Result {
 		r.Summary = "skipped: no acquire carried a fencing token"
 		return r
 	}
+	if withoutStore(&r, in) {
+		return r
+	}
 	var links reqLinks
 	staleWrites(&r, log, &links)
 	links.resolve(h, r.Anomalies)

@@ -198,6 +198,9 @@ func (c LostUpdates) Check(in Input) Result {
 	r := newResult(c.Name())
 	zero(r.Counts, "acknowledged", "unknown", "unknown_applied", "final", "lost_acknowledged", "missing",
 		"regressions", "regressions_repaired", "regressed_reads")
+	if withoutStore(&r, in) {
+		return r
+	}
 	l := newLedger(in)
 	var tl counterTally
 	for _, w := range l.writes {

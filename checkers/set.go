@@ -103,6 +103,9 @@ type adder struct {
 // Check implements Checker.
 func (c LostElements) Check(in Input) Result {
 	r := newResult(c.Name())
+	if withoutStore(&r, in) {
+		return r
+	}
 	added := map[int64]*adder{}
 	pending := map[string]int64{} // process -> element of its open write
 	for _, e := range in.History {

@@ -223,21 +223,15 @@ func decode(r io.Reader, own jsonl.Own[Event]) ([]Event, error) {
 	// the ones before it, so they are judged in order, and the events
 	// moved down over the lines that hold none.
 	events := lines.Values[:0]
-	var pendingErr error
+	cut := lines.CutShort()
 	st := newStructure()
 	for i := range lines.Values {
 		n := i + 1
-		lerr := lines.Err(i)
-		if lerr == jsonl.ErrEmpty {
+		switch lerr := lines.Err(i); {
+		case lerr == jsonl.ErrEmpty || i == cut:
 			continue
-		}
-		if pendingErr != nil {
-			return nil, fmt.Errorf("%w: %w", ErrMalformed, pendingErr)
-		}
-		if lerr != nil {
-			// Only the last line may be cut short; decide once we know.
-			pendingErr = fmt.Errorf("history line %d: %w", n, lerr)
-			continue
+		case lerr != nil:
+			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, lerr)
 		}
 		e := &lines.Values[i]
 		if err := e.validate(); err != nil {
@@ -251,8 +245,8 @@ func decode(r io.Reader, own jsonl.Own[Event]) ([]Event, error) {
 	if len(events) == 0 {
 		events = nil
 	}
-	if pendingErr != nil {
-		return slices.Clip(events), fmt.Errorf("%w (%v)", ErrTruncated, pendingErr)
+	if cut >= 0 {
+		return slices.Clip(events), fmt.Errorf("%w (line %d: %v)", ErrTruncated, cut+1, lines.Err(cut))
 	}
 	return slices.Clip(events), nil
 }

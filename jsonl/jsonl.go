@@ -54,6 +54,23 @@ type Lines[T any] struct {
 // line it says only that it is not empty.
 func (l *Lines[T]) Err(i int) error { return l.Errs[i] }
 
+// CutShort is the index of the last non-empty line when it did not
+// decode, the one bad line a writer that died mid-line leaves, which a
+// caller may drop with a note; -1 when that line decoded, or when a line
+// before it in its block did not (that line is the one to refuse).
+func (l *Lines[T]) CutShort() int {
+	for i := len(l.Values) - 1; i >= 0; i-- {
+		switch err := l.Errs[i]; err {
+		case ErrEmpty:
+			continue
+		case nil, errSkipped:
+			return -1
+		}
+		return i
+	}
+	return -1
+}
+
 // Keep appends line i's value to kept, a prefix of Values that holds the
 // values kept of the lines before i, and returns it. The value moves only
 // when a line before it was not kept: a long run's events, 224 bytes each

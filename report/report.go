@@ -68,7 +68,7 @@ func Load(dir, key string) (Input, error) {
 	}
 	in.History, err = history.DecodeFile(filepath.Join(dir, rundir.HistoryFile))
 	if errors.Is(err, history.ErrTruncated) {
-		in.Notes = append(in.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
+		in.Notes = append(in.Notes, rundir.CutShortNote(rundir.HistoryFile, err))
 	} else if err != nil {
 		return in, fmt.Errorf("load %s: %w", dir, err)
 	}
@@ -76,6 +76,8 @@ func Load(dir, key string) (Input, error) {
 	switch in.Store, err = store.ReadLogFile(filepath.Join(dir, rundir.StoreFile)); {
 	case errors.Is(err, os.ErrNotExist):
 		in.Notes = append(in.Notes, "no "+rundir.StoreFile+": the store's decisions are not shown")
+	case errors.Is(err, store.ErrTruncated):
+		in.Notes = append(in.Notes, rundir.CutShortNote(rundir.StoreFile, err))
 	case err != nil:
 		return in, fmt.Errorf("load %s: %w", dir, err)
 	}

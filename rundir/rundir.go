@@ -107,6 +107,13 @@ type Results struct {
 	Checked time.Time      `json:"checked"`
 }
 
+// CutShortNote is the note a check or a report makes of a history or a
+// store log whose last line a crash cut short (history.ErrTruncated,
+// store.ErrTruncated, err): both are read up to that line, alike.
+func CutShortNote(file string, err error) string {
+	return fmt.Sprintf("%s: %v; that line was ignored", file, err)
+}
+
 // ErrNotARun marks a directory that holds no readable run.
 var ErrNotARun = errors.New("not a lockbench run")
 

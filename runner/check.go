@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,11 +49,19 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 	events, err := timeOrdered(dir)
 	read.Wait()
 	if errors.Is(err, history.ErrTruncated) {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the history's last line is incomplete and was ignored: %v", err))
+		rep.Notes = append(rep.Notes, rundir.CutShortNote(rundir.HistoryFile, err))
 	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
-	if logErr != nil {
+	// A run whose harness was killed has no store log until clean saves
+	// it from the store's container: the history is judged without it.
+	var noStore string
+	switch {
+	case errors.Is(logErr, os.ErrNotExist):
+		noStore = noStoreLog(test.RunID)
+	case errors.Is(logErr, store.ErrTruncated):
+		rep.Notes = append(rep.Notes, rundir.CutShortNote(rundir.StoreFile, logErr))
+	case logErr != nil:
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.StoreFile), logErr)
 	}
 	if test.End == nil {
@@ -58,7 +69,7 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		events, log, note = cut(events, log)
 		rep.Notes = append(rep.Notes, note)
 	}
-	in := checkers.Prepare(checkers.Input{History: events, Store: log, Key: config.Key, Lease: lease(test.Config)})
+	in := checkers.Prepare(checkers.Input{History: events, Store: log, NoStore: noStore, Key: config.Key, Lease: lease(test.Config)})
 	if err := in.Lease.Validate(events); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
@@ -109,6 +120,15 @@ func Check(dir string, linearTimeout time.Duration) (*rundir.Results, error) {
 		}
 	}
 	return rep, nil
+}
+
+// noStoreLog is why the store's decisions are not judged in the run runID,
+// which has no store log.
+func noStoreLog(runID string) string {
+	if runID == "" {
+		runID = "ID"
+	}
+	return fmt.Sprintf("no %s: if the harness was killed, `lockbench clean --run %s` saves it", rundir.StoreFile, runID)
 }
 
 // lease is the lease model of the run's lock, as its backend supplies it.
@@ -188,20 +208,44 @@ func Version() string {
 // whose stream lagged may have done things the history never saw, and
 // judging those would invent anomalies. The store's log, which kept going,
 // is trimmed to the same time and to requests the history knows.
+//
+// A client whose silence the faults explain does not pull the horizon back
+// to its last event, since what it had printed before the fault struck
+// reached the harness while it was silent:
+//   - a client killed by kill-client (history.Killed) never comes back,
+//     whatever heal follows: its record ends at its death, complete;
+//   - a target of a fault still in force when the record ends (a pause
+//     whose stop was never recorded) printed nothing since the fault
+//     struck, and would have printed nothing more.
+//
+// A heal ends only its own fault: a stop clears the targets of the open
+// faults of its name (one kind's stop heals all of that kind's open
+// faults, as the checkers read the nemesis), so that a kill-client's
+// immediate heal leaves a client another fault still freezes exempt.
+// Once its fault's stop is recorded, a paused client is running again, and
+// its silence after its last event is as unexplained as any other
+// client's. The healthy event, which says when the service answers again,
+// changes nothing here: a healed service's clients print what it tells
+// them (or that it does not answer) like any others.
+//
+// Every target of a fault in force counts as silenced. That is exact for
+// a pause and for the faults that hold a client at a failpoint; a client
+// whose link a fault degrades goes on, starved of replies, and is
+// trusted the same way, since the record does not say which faults stop
+// their targets.
 func cut(events []history.Event, log []store.Entry) ([]history.Event, []store.Entry, string) {
 	last := map[string]int64{}
-	// A client frozen by the nemesis when the harness died printed nothing
-	// since: its record is complete, and its silence must not pull the
-	// horizon back to the moment it was paused.
-	frozen := map[string]bool{}
+	exempt := map[string]bool{}      // killed: for good
+	inForce := map[string][]string{} // open faults' targets, by fault name
 	for _, e := range events {
 		switch {
 		case e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Start:
-			for _, c := range e.Targets {
-				frozen[c] = true
+			for _, c := range history.Killed(e) {
+				exempt[c] = true
 			}
+			inForce[e.Fault] = append(inForce[e.Fault], e.Targets...)
 		case e.Process == history.Nemesis && e.Type == history.Info && e.F == history.Stop:
-			clear(frozen)
+			delete(inForce, e.Fault)
 		case e.Process != history.Nemesis:
 			// A lease process falls silent between holdings: its
 			// client's record is what must be complete.
@@ -212,9 +256,14 @@ func cut(events []history.Event, log []store.Entry) ([]history.Event, []store.En
 			last[p] = max(last[p], e.Time)
 		}
 	}
+	for _, targets := range inForce {
+		for _, c := range targets {
+			exempt[c] = true
+		}
+	}
 	horizon := int64(math.MaxInt64)
 	for c, t := range last {
-		if !frozen[c] {
+		if !exempt[c] {
 			horizon = min(horizon, t)
 		}
 	}
@@ -238,7 +287,18 @@ func cut(events []history.Event, log []store.Entry) ([]history.Event, []store.En
 	if horizon != math.MaxInt64 && len(last) > 0 {
 		when = history.Seconds(horizon)
 	}
+	var silenced []string
+	for c := range last {
+		if exempt[c] {
+			silenced = append(silenced, c)
+		}
+	}
+	waived := ""
+	if len(silenced) > 0 {
+		slices.Sort(silenced)
+		waived = fmt.Sprintf(" (not waiting for %s: killed, or still struck by a fault, when the record ends)", strings.Join(silenced, ", "))
+	}
 	return keptEvents, keptLog, fmt.Sprintf(
-		"the run did not finish (its harness stopped): judged up to %s, where every client's record is complete; %d events and %d store requests after that were left out",
-		when, len(events)-len(keptEvents), len(log)-len(keptLog))
+		"the run did not finish (its harness stopped): judged up to %s, where every client's record is complete%s; %d events and %d store requests after that were left out",
+		when, waived, len(events)-len(keptEvents), len(log)-len(keptLog))
 }

@@ -135,3 +135,37 @@ func TestCutFollowsClientsNotLeaseProcesses(t *testing.T) {
 		t.Errorf("kept %d events, want 4 (up to c1's last at 35)", len(kept))
 	}
 }
+
+// A stop heals every open fault of its kind and no other: here both pauses
+// are over by 40, so c1 and c2, silent since, hold the horizon back to
+// c1's last event, while c3, frozen by a partition that is never healed,
+// and c4, killed, do not.
+func TestCutStopHealsItsKind(t *testing.T) {
+	nemesis := func(i, at int64, f, fault string, targets ...string) history.Event {
+		return history.Event{Index: i, Time: at, Process: history.Nemesis, Type: history.Info, F: f, Fault: fault, Targets: targets}
+	}
+	events := []history.Event{
+		{Index: 0, Time: 5, Process: "c3", Type: history.Invoke, F: history.Acquire},
+		{Index: 1, Time: 6, Process: "c4", Type: history.Invoke, F: history.Acquire},
+		{Index: 2, Time: 8, Process: "c1", Type: history.Invoke, F: history.Acquire},
+		{Index: 3, Time: 9, Process: "c2", Type: history.Invoke, F: history.Acquire},
+		nemesis(4, 10, history.Start, "pause", "c1"),
+		nemesis(5, 11, history.Start, "partition", "c3"),
+		nemesis(6, 12, history.Start, "pause", "c2"),
+		nemesis(7, 13, history.Start, history.KillClient, "c4"),
+		nemesis(8, 14, history.Stop, history.KillClient),
+		nemesis(9, 40, history.Stop, "pause"),
+		{Index: 10, Time: 50, Process: "c5", Type: history.Invoke, F: history.Acquire},
+	}
+	kept, _, note := cut(events, nil)
+	if len(kept) != 3 || kept[len(kept)-1].Index != 2 {
+		t.Errorf("kept %+v, want up to c1's last event at 8", kept)
+	}
+	if !strings.Contains(note, "not waiting for c3, c4:") {
+		t.Errorf("note %q, want c3 and c4 waived", note)
+	}
+	events[9].Fault = "link"
+	if kept, _, _ := cut(events, nil); len(kept) != len(events) {
+		t.Errorf("kept %d of %d events when the pauses are never healed", len(kept), len(events))
+	}
+}

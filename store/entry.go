@@ -67,7 +67,15 @@ type Entry struct {
 // never judged.
 var ErrMalformed = errors.New("malformed store log")
 
-// ReadLog decodes a store log. Every error but a failed read wraps
+// ErrTruncated marks a store log whose last line is incomplete, as a store
+// killed mid-write, or a copy of a log still being written, leaves it; the
+// entries before it are returned with it. A history cut short is judged
+// the same way (history.ErrTruncated): its last line is a request the store
+// may or may not have applied, which no checker can lean on either way.
+var ErrTruncated = errors.New("store log ends in an incomplete line")
+
+// ReadLog decodes a store log. An incomplete last line returns the entries
+// before it and ErrTruncated; every other error but a failed read wraps
 // ErrMalformed and names the line.
 func ReadLog(r io.Reader) ([]Entry, error) { return readLog(r, ownStrings) }
 
@@ -81,9 +89,10 @@ func readLog(r io.Reader, own jsonl.Own[Entry]) ([]Entry, error) {
 	// Decoded on every core; judged in order, each entry against the
 	// ones before it, and moved down over the lines that hold none.
 	out := lines.Values[:0]
+	cut := lines.CutShort()
 	for i := range lines.Values {
 		switch err := lines.Err(i); {
-		case err == jsonl.ErrEmpty:
+		case err == jsonl.ErrEmpty || i == cut:
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, i+1, err)
@@ -95,7 +104,10 @@ func readLog(r io.Reader, own jsonl.Own[Entry]) ([]Entry, error) {
 		out = lines.Keep(out, i)
 	}
 	if len(out) == 0 {
-		return nil, nil
+		out = nil
+	}
+	if cut >= 0 {
+		return slices.Clip(out), fmt.Errorf("%w (line %d: %v)", ErrTruncated, cut+1, lines.Err(cut))
 	}
 	return slices.Clip(out), nil
 }

@@ -97,3 +97,29 @@ func TestExportKnossos(t *testing.T) {
 		t.Errorf("unknown format: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// A run without store.log, as a killed harness leaves it, exits by its
+// verdict (unknown: the store's decisions are not judged), not as a
+// harness error; the same run with its log exits valid.
+func TestCheckWithoutStoreLogExitsByVerdict(t *testing.T) {
+	for golden, want := range map[string]int{"no-store-log": exitUnknown, "kill-client-kept": exitValid} {
+		src := filepath.Join("..", "..", "runner", "testdata", golden)
+		dir := t.TempDir()
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code := run([]string{"check", dir}); code != want {
+			t.Errorf("check of %s exited %d, want %d", golden, code, want)
+		}
+	}
+}
