@@ -61,21 +61,40 @@ type Cluster struct {
 	image   string
 	network string
 
+	// harness labels everything of the run; live is its liveness
+	// container, nil when a controller container is the run's record.
+	harness Harness
+	live    *liveness
+
 	mu    sync.Mutex
 	nodes map[string]*Node
 }
 
-// New creates the run's private network. Nothing is started yet.
+// New starts the run's liveness record, then creates the run's private
+// network. Nothing else is started yet. The record comes first so that a
+// `lockbench clean` beside it never finds part of the run without it, and
+// takes a starting run for one whose harness died.
 func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error) {
-	c := &Cluster{eng: eng, runID: runID, image: image, network: "lockbench-" + runID, nodes: map[string]*Node{}}
-	_, err := eng.NetworkCreate(ctx, c.network, network.CreateOptions{
+	h, err := eng.self(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{eng: eng, runID: runID, image: image, network: "lockbench-" + runID, harness: h, nodes: map[string]*Node{}}
+	if h.Controller == "" {
+		if c.live, err = eng.startLiveness(ctx, runID, image, h); err != nil {
+			return nil, errors.Join(err, c.Down(context.Background()))
+		}
+	}
+	labels := h.labels()
+	labels[Label] = runID
+	_, err = eng.NetworkCreate(ctx, c.network, network.CreateOptions{
 		Driver: "bridge",
 		// Internal: the run's containers reach one another and nothing else.
 		Internal: true,
-		Labels:   map[string]string{Label: runID},
+		Labels:   labels,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create network %s: %w", c.network, err)
+		return nil, errors.Join(fmt.Errorf("create network %s: %w", c.network, err), c.Down(context.Background()))
 	}
 	return c, nil
 }
@@ -85,7 +104,8 @@ func (c *Cluster) RunID() string { return c.runID }
 
 // Start creates and starts n.
 func (c *Cluster) Start(ctx context.Context, n Node) error {
-	labels := map[string]string{Label: c.runID, Label + ".node": n.Name, Label + ".role": n.Role}
+	labels := c.harness.labels()
+	labels[Label], labels[Label+".node"], labels[roleLabel] = c.runID, n.Name, n.Role
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
@@ -464,8 +484,24 @@ func CopyFile(ctx context.Context, eng *Engine, id, path string) ([]byte, error)
 }
 
 // Down removes every container and the network of the run, whatever state
-// they are in.
+// they are in, and ends its liveness record last.
 func (c *Cluster) Down(ctx context.Context) error {
-	_, err := c.eng.RemoveRuns(ctx, c.runID)
+	_, err := c.eng.RemoveRun(ctx, c.runID)
+	c.live.close()
 	return err
+}
+
+// Release ends the run's liveness record and keeps the rest: what stays up
+// (--leave-running) is no longer a live run, and a plain `lockbench clean`
+// may remove it.
+func (c *Cluster) Release(ctx context.Context) error {
+	if c.live == nil {
+		return nil
+	}
+	err := c.eng.ContainerRemove(ctx, c.live.id, container.RemoveOptions{Force: true})
+	c.live.close()
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove the run's liveness container: %w", err)
+	}
+	return nil
 }
