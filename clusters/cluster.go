@@ -70,10 +70,11 @@ type Cluster struct {
 	nodes map[string]*Node
 }
 
-// New starts the run's liveness record, then creates the run's private
-// network. Nothing else is started yet. The record comes first so that a
-// `lockbench clean` beside it never finds part of the run without it, and
-// takes a starting run for one whose harness died.
+// New creates the run's liveness record, then the run's private network;
+// the record's container starts in the background, and StartAll waits for
+// it. The record comes first so that a `lockbench clean` beside the run
+// never finds part of it without one, and takes a starting run for one
+// whose harness died.
 func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error) {
 	h, err := eng.self(ctx)
 	if err != nil {
@@ -216,7 +217,9 @@ func (c *Cluster) StartAll(ctx context.Context, nodes []Node) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// The liveness container started beside them (see New): a run
+	// without its record must not go on.
+	return errors.Join(append(errs, c.live.wait())...)
 }
 
 func (c *Cluster) node(name string) (*Node, error) {
@@ -486,6 +489,7 @@ func CopyFile(ctx context.Context, eng *Engine, id, path string) ([]byte, error)
 // Down removes every container and the network of the run, whatever state
 // they are in, and ends its liveness record last.
 func (c *Cluster) Down(ctx context.Context) error {
+	_ = c.live.wait() // a start under way would race the removal
 	_, err := c.eng.RemoveRun(ctx, c.runID)
 	c.live.close()
 	return err
@@ -498,6 +502,7 @@ func (c *Cluster) Release(ctx context.Context) error {
 	if c.live == nil {
 		return nil
 	}
+	_ = c.live.wait()
 	err := c.eng.ContainerRemove(ctx, c.live.id, container.RemoveOptions{Force: true})
 	c.live.close()
 	if err != nil && !cerrdefs.IsNotFound(err) {

@@ -2,10 +2,13 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -108,40 +111,117 @@ func (e *Engine) self(ctx context.Context) (Harness, error) {
 var loaded = time.Now()
 
 // processStart is when the kernel started this process, as `ps -o lstart`
-// shows it, so that a person can match a run's labels to a process. The
-// kernel counts the start in clock ticks since boot, which Linux exposes to
-// user space at 100 a second (USER_HZ) whatever its own tick rate.
+// shows it, so that a person can match a run's labels to a process.
 func processStart() time.Time {
-	stat, err1 := os.ReadFile("/proc/self/stat")
-	boot, err2 := os.ReadFile("/proc/stat")
-	if err1 != nil || err2 != nil {
-		return loaded
+	if t, err := startOf("self"); err == nil {
+		return t
 	}
+	return loaded
+}
+
+// startOf is when the kernel started process pid ("self" for this one).
+// The kernel counts it in clock ticks since boot, which Linux exposes to
+// user space at 100 a second (USER_HZ) whatever its own tick rate.
+func startOf(pid string) (time.Time, error) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	bad := fmt.Errorf("/proc/%s/stat: %w", pid, errors.ErrUnsupported)
 	// The fields after the command, which is in parentheses and may hold
 	// spaces; starttime is the 22nd field of the line, the 20th after it.
 	_, rest, ok := strings.Cut(string(stat), ") ")
 	fields := strings.Fields(rest)
 	if !ok || len(fields) < 20 {
-		return loaded
+		return time.Time{}, bad
 	}
 	ticks, err := strconv.ParseInt(fields[19], 10, 64)
 	if err != nil {
-		return loaded
+		return time.Time{}, bad
+	}
+	boot, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
 	}
 	for _, line := range strings.Split(string(boot), "\n") {
 		if v, ok := strings.CutPrefix(line, "btime "); ok {
 			if btime, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return time.Unix(btime, 0).Add(time.Duration(ticks) * 10 * time.Millisecond)
+				return time.Unix(btime, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), nil
 			}
 		}
 	}
-	return loaded
+	return time.Time{}, bad
+}
+
+// endedHere reports whether h ran on this host, outside a controller
+// container, and has ended: no process has its pid, or the one that has
+// it started at another time. Where this host's processes cannot be read,
+// it reports false.
+func (h Harness) endedHere() bool {
+	host, _ := os.Hostname()
+	if h.PID == 0 || h.Controller != "" || h.Host != host || h.PID == os.Getpid() {
+		return false
+	}
+	if _, err := startOf("self"); err != nil {
+		return false
+	}
+	start, err := startOf(strconv.Itoa(h.PID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && !start.Equal(h.Start)
+}
+
+// Settle waits, up to bound, until the liveness containers of live runs
+// whose harness ran on this host and has ended have ended too. The engine
+// ends a liveness container a moment after its harness's connection
+// closes, not at once: a `clean` right after the harness was killed must
+// not take its run for live. The record still decides (see Runs): Settle
+// only waits for it. It reports whether it waited, after which the runs
+// are to be listed again.
+func (e *Engine) Settle(ctx context.Context, runs []RunState, bound time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var wg sync.WaitGroup
+	waited := false
+	for _, r := range runs {
+		if !r.Live || !r.Harness.endedHere() {
+			continue
+		}
+		for _, o := range r.Objects {
+			if o.Kind == "container" && o.Labels[roleLabel] == LivenessRole {
+				waited = true
+				wg.Go(func() {
+					okc, errc := e.ContainerWait(ctx, o.ID, container.WaitConditionNotRunning)
+					select {
+					case <-okc:
+					case <-errc:
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	return waited
 }
 
 // liveness is a run's liveness container, held by this process.
 type liveness struct {
 	id  string
 	att interface{ Close() }
+	// started is closed when the container's start has returned, with
+	// its error in startErr.
+	started  chan struct{}
+	startErr error
+}
+
+// wait returns once the container's start has, with its error.
+func (l *liveness) wait() error {
+	if l == nil {
+		return nil
+	}
+	<-l.started
+	return l.startErr
 }
 
 // close lets go of the liveness container's input: the container ends.
@@ -151,8 +231,11 @@ func (l *liveness) close() {
 	}
 }
 
-// startLiveness creates, attaches to and starts run runID's liveness
-// container. It needs no network: it only waits for its input to end.
+// startLiveness creates run runID's liveness container, attaches to it,
+// and starts it in the background: a start costs a second or more on a
+// busy engine, while a container that is created and not yet started
+// already counts as live (startGrace), so the rest of the run need not
+// wait for it. It needs no network: it only waits for its input to end.
 func (e *Engine) startLiveness(ctx context.Context, runID, image string, h Harness) (*liveness, error) {
 	labels := h.labels()
 	labels[Label], labels[roleLabel] = runID, LivenessRole
@@ -163,18 +246,23 @@ func (e *Engine) startLiveness(ctx context.Context, runID, image string, h Harne
 	if err != nil {
 		return nil, fmt.Errorf("create the run's liveness container: %w", err)
 	}
+	l := &liveness{id: resp.ID, started: make(chan struct{})}
 	// Attached before it starts, as `docker run -i` does: a harness that
 	// dies after the start cannot leave it waiting for an input nobody
 	// holds. The attachment outlives ctx, which Ctrl-C ends before the
 	// teardown.
 	att, err := e.ContainerAttach(context.Background(), resp.ID, container.AttachOptions{Stream: true, Stdin: true})
 	if err != nil {
-		return &liveness{id: resp.ID}, fmt.Errorf("attach to the run's liveness container: %w", err)
+		close(l.started)
+		return l, fmt.Errorf("attach to the run's liveness container: %w", err)
 	}
-	l := &liveness{id: resp.ID, att: &att}
-	if err := e.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return l, fmt.Errorf("start the run's liveness container: %w", err)
-	}
+	l.att = &att
+	go func() {
+		defer close(l.started)
+		if err := e.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+			l.startErr = fmt.Errorf("start the run's liveness container: %w", err)
+		}
+	}()
 	return l, nil
 }
 

@@ -1,6 +1,9 @@
 package clusters
 
 import (
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +137,46 @@ func TestProcessStart(t *testing.T) {
 	s := processStart()
 	if s.After(time.Now()) || loaded.Sub(s) > time.Minute || s.Sub(loaded) > time.Second {
 		t.Errorf("process start %s, packages loaded %s", s, loaded)
+	}
+}
+
+// A harness of this host has ended when its pid is gone or names a process
+// started at another time; one of another host, or in a controller
+// container, is never taken for ended.
+func TestEndedHere(t *testing.T) {
+	if _, err := startOf("self"); err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	host, _ := os.Hostname()
+	alive := exec.Command("sleep", "30")
+	if err := alive.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = alive.Process.Kill(); _ = alive.Wait() }()
+	started, err := startOf(strconv.Itoa(alive.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	h := Harness{Host: host, PID: alive.Process.Pid, Start: started}
+	cases := []struct {
+		name string
+		h    Harness
+		want bool
+	}{
+		{"a process that runs", h, false},
+		{"its pid, now another process's", Harness{Host: host, PID: h.PID, Start: started.Add(-time.Second)}, true},
+		{"a process that has exited", Harness{Host: host, PID: dead.Process.Pid, Start: started}, true},
+		{"of another host", Harness{Host: host + "-other", PID: dead.Process.Pid, Start: started}, false},
+		{"in a controller container", Harness{Host: host, PID: dead.Process.Pid, Start: started, Controller: "c0ffee"}, false},
+		{"this very process", Harness{Host: host, PID: os.Getpid(), Start: started}, false},
+	}
+	for _, c := range cases {
+		if got := c.h.endedHere(); got != c.want {
+			t.Errorf("%s: ended %v, want %v", c.name, got, c.want)
+		}
 	}
 }

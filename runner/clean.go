@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/clusters"
@@ -14,6 +15,11 @@ import (
 
 // ErrLive refuses `clean --run ID` of a live run without IncludeLive.
 var ErrLive = errors.New("the run is live")
+
+// settleBound is how long Clean waits for the liveness record of a harness
+// of this host that has ended to end too (see clusters.Engine.Settle): a
+// moment on an idle engine, a few seconds on a busy one.
+const settleBound = 10 * time.Second
 
 // CleanOptions say what Clean may remove.
 type CleanOptions struct {
@@ -39,26 +45,25 @@ type Cleaned struct {
 // clusters.Runs), and with IncludeLive, live ones too. A run whose
 // harness died never copied its store's log: Clean saves it into the
 // run's results directory first, so that `lockbench check` can still judge
-// the run. A live run's log is never copied: its harness will, and a copy
-// taken while the store writes could be cut anywhere.
+// the run. A live run's log is never copied: its harness saves it at its
+// end, and a copy taken while the store still writes could be cut anywhere.
 func Clean(ctx context.Context, eng *clusters.Engine, opts CleanOptions) (Cleaned, error) {
 	objs, err := eng.Labelled(ctx)
 	if err != nil {
 		return Cleaned{}, err
 	}
-	var done Cleaned
-	var gone []clusters.RunState
-	for _, r := range clusters.Runs(objs, time.Now()) {
-		switch {
-		case opts.RunID != "" && r.ID != opts.RunID:
-		case r.Live && !opts.IncludeLive && opts.RunID != "":
-			return done, fmt.Errorf("run %s: %w (%s); lockbench clean --run %s --include-live removes it, and its harness fails",
-				r.ID, ErrLive, r.Why, r.ID)
-		case r.Live && !opts.IncludeLive:
-			done.Kept = append(done.Kept, r)
-		default:
-			gone = append(gone, r)
+	runs := clusters.Runs(objs, time.Now())
+	asked := slices.DeleteFunc(slices.Clone(runs), func(r clusters.RunState) bool { return opts.RunID != "" && r.ID != opts.RunID })
+	if eng.Settle(ctx, asked, settleBound) {
+		if objs, err = eng.Labelled(ctx); err != nil {
+			return Cleaned{}, err
 		}
+		runs = clusters.Runs(objs, time.Now())
+	}
+	gone, kept, err := chooseRuns(runs, opts)
+	done := Cleaned{Kept: kept}
+	if err != nil {
+		return done, err
 	}
 	var errs []error
 	for _, r := range gone {
@@ -114,4 +119,22 @@ func saveStoreLog(ctx context.Context, eng *clusters.Engine, r clusters.RunState
 		saved = append(saved, dst)
 	}
 	return saved, nil
+}
+
+// chooseRuns splits runs into those opts remove and the live ones they
+// keep; `--run ID` of a live run without IncludeLive is refused.
+func chooseRuns(runs []clusters.RunState, opts CleanOptions) (gone, kept []clusters.RunState, err error) {
+	for _, r := range runs {
+		switch {
+		case opts.RunID != "" && r.ID != opts.RunID:
+		case r.Live && !opts.IncludeLive && opts.RunID != "":
+			return nil, nil, fmt.Errorf("run %s: %w (%s); lockbench clean --run %s --include-live removes it, and its harness fails",
+				r.ID, ErrLive, r.Why, r.ID)
+		case r.Live && !opts.IncludeLive:
+			kept = append(kept, r)
+		default:
+			gone = append(gone, r)
+		}
+	}
+	return gone, kept, nil
 }
