@@ -80,11 +80,11 @@ func (h Harness) String() string {
 	if h.PID == 0 {
 		return "no harness recorded"
 	}
-	s := fmt.Sprintf("harness pid %d on %s, started %s", h.PID, h.Host, h.Start.Local().Format(time.DateTime))
+	where := "on " + h.Host
 	if h.Controller != "" {
-		s += " in controller container " + short(h.Controller)
+		where = "in controller container " + short(h.Controller)
 	}
-	return s
+	return fmt.Sprintf("harness pid %d %s, started %s", h.PID, where, h.Start.Local().Format(time.DateTime))
 }
 
 func short(id string) string { return id[:min(12, len(id))] }
@@ -374,9 +374,9 @@ func liveBy(r *RunState, running map[string]bool, now time.Time) (bool, string) 
 	}
 	if ctl := r.Harness.Controller; ctl != "" {
 		if running[ctl] {
-			return true, "its controller container " + short(ctl) + " runs: " + r.Harness.String()
+			return true, "its controller container runs: " + r.Harness.String()
 		}
-		return false, "its controller container " + short(ctl) + " has ended"
+		return false, "its controller container " + short(ctl) + " has ended: " + r.Harness.String()
 	}
 	if recorded {
 		return false, "its harness is gone (its liveness container has ended): " + r.Harness.String()

@@ -61,7 +61,7 @@ func TestRunsLiveness(t *testing.T) {
 			false, "no liveness record"},
 		{"inside a controller container that runs",
 			[]Object{obj("ctl", inside.Controller, ControllerRole, "running", old, alive), obj("a5", "x2", "redis", "running", old, inside), netObj("a5", inside)},
-			true, "its controller container ctl012345678 runs"},
+			true, "its controller container runs: harness pid 1 in controller container ctl012345678"},
 		{"inside a controller container that has ended",
 			[]Object{obj("ctl", inside.Controller, ControllerRole, "exited", old, alive), obj("a5", "x2", "redis", "running", old, inside), netObj("a5", inside)},
 			false, "its controller container ctl012345678 has ended"},

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/lockbench/lockbench/clusters"
 	"github.com/lockbench/lockbench/rundir"
 )
@@ -110,6 +112,11 @@ func saveStoreLog(ctx context.Context, eng *clusters.Engine, r clusters.RunState
 			continue
 		}
 		data, err := clusters.CopyFile(ctx, eng, o.ID, storeLogPath)
+		if cerrdefs.IsNotFound(err) {
+			// A harness killed before its store's first write left no
+			// log: nothing to save, and nothing to keep the store for.
+			continue
+		}
 		if err != nil {
 			return saved, fmt.Errorf("save store log of run %s: %w", r.ID, err)
 		}

@@ -90,12 +90,15 @@ no such record, is not live. The store log of a live run is never copied.`,
 			}
 			defer eng.Close()
 			done, err := runner.Clean(ctx, eng, opts)
-			would := map[bool]string{true: "would "}[opts.DryRun]
+			saved, removed := "saved", "removed"
+			if opts.DryRun {
+				saved, removed = "would save", "would remove"
+			}
 			for _, s := range done.Saved {
-				fmt.Printf("%ssave %s\n", would, s)
+				fmt.Printf("%s %s\n", saved, s)
 			}
 			for _, l := range done.Removed {
-				fmt.Printf("%sremove %s %s (run %s)\n", would, l.Kind, l.Name, l.RunID)
+				fmt.Printf("%s %s %s (run %s)\n", removed, l.Kind, l.Name, l.RunID)
 			}
 			for _, r := range done.Kept {
 				fmt.Printf("kept run %s: live, %s (--include-live removes it)\n", r.ID, r.Why)
