@@ -75,8 +75,9 @@ A run is live while the lockbench that started it runs: it holds the standard
 input of the run's liveness container, which ends when that process ends,
 however it ends (with --controller engine, the controller container is the
 record). A live run, and every container and network it labelled, is left
-alone unless --include-live is given; a run of an older lockbench, which has
-no such record, is not live. The store log of a live run is never copied.`,
+alone unless --include-live is given, and --run ID of a live run without it is
+refused (exit 254); a run of an older lockbench, which has no such record, is
+not live. The store log of a live run is never copied.`,
 		Example: `  # what would go, without removing or saving anything
   lockbench clean --dry-run
   # remove one run, even while its harness still runs (that run then fails)
