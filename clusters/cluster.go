@@ -81,9 +81,15 @@ func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error
 		return nil, err
 	}
 	c := &Cluster{eng: eng, runID: runID, image: image, network: "lockbench-" + runID, harness: h, nodes: map[string]*Node{}}
+	// What was made before a failure goes, even after Ctrl-C ended ctx.
+	undo := func(err error) (*Cluster, error) {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, c.Down(dctx))
+	}
 	if h.Controller == "" {
 		if c.live, err = eng.startLiveness(ctx, runID, image, h); err != nil {
-			return nil, errors.Join(err, c.Down(context.Background()))
+			return undo(err)
 		}
 	}
 	labels := h.labels()
@@ -95,7 +101,7 @@ func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error
 		Labels:   labels,
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("create network %s: %w", c.network, err), c.Down(context.Background()))
+		return undo(fmt.Errorf("create network %s: %w", c.network, err))
 	}
 	return c, nil
 }

@@ -129,10 +129,11 @@ func startOf(pid string) (time.Time, error) {
 	}
 	bad := fmt.Errorf("/proc/%s/stat: %w", pid, errors.ErrUnsupported)
 	// The fields after the command, which is in parentheses and may hold
-	// spaces; starttime is the 22nd field of the line, the 20th after it.
-	_, rest, ok := strings.Cut(string(stat), ") ")
-	fields := strings.Fields(rest)
-	if !ok || len(fields) < 20 {
+	// spaces and parentheses; starttime is the 22nd field of the line, the
+	// 20th after the command.
+	end := strings.LastIndexByte(string(stat), ')')
+	fields := strings.Fields(string(stat)[end+1:])
+	if end < 0 || len(fields) < 20 {
 		return time.Time{}, bad
 	}
 	ticks, err := strconv.ParseInt(fields[19], 10, 64)
