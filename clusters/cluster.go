@@ -493,7 +493,7 @@ func CopyFile(ctx context.Context, eng *Engine, id, path string) ([]byte, error)
 }
 
 // Down removes every container and the network of the run, whatever state
-// they are in, and ends its liveness record last.
+// they are in, its liveness record after the other containers.
 func (c *Cluster) Down(ctx context.Context) error {
 	_ = c.live.wait() // a start under way would race the removal
 	_, err := c.eng.RemoveRun(ctx, c.runID)

@@ -65,9 +65,10 @@ type Leftover struct {
 }
 
 // RemoveRun removes every container and network of run runID, whatever
-// state they are in. Its liveness container goes last, so that the run
-// counts as live until nothing else of it is left. It returns what it
-// removed; it keeps going past errors and returns them joined.
+// state they are in. Its liveness container goes after the others, beside
+// the network, so that the run counts as live until nothing of it is left
+// that runs. It returns what it removed; it keeps going past errors and
+// returns them joined.
 func (e *Engine) RemoveRun(ctx context.Context, runID string) ([]Leftover, error) {
 	f := filters.NewArgs(filters.Arg("label", Label+"="+runID))
 	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
@@ -77,6 +78,15 @@ func (e *Engine) RemoveRun(ctx context.Context, runID string) ([]Leftover, error
 	isLiveness := func(c container.Summary) bool { return c.Labels[roleLabel] == LivenessRole }
 	removed, err := e.removeContainers(ctx, slices.DeleteFunc(slices.Clone(cs), isLiveness))
 	errs := []error{err}
+	// The liveness container has no network: it goes while the network's
+	// removal waits for the engine to release the others' endpoints.
+	var last []Leftover
+	var lastErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last, lastErr = e.removeContainers(ctx, slices.DeleteFunc(cs, func(c container.Summary) bool { return !isLiveness(c) }))
+	}()
 	ns, err := e.NetworkList(ctx, network.ListOptions{Filters: f})
 	errs = append(errs, err)
 	for _, n := range ns {
@@ -86,8 +96,8 @@ func (e *Engine) RemoveRun(ctx context.Context, runID string) ([]Leftover, error
 		}
 		removed = append(removed, Leftover{Kind: "network", Name: n.Name, RunID: n.Labels[Label]})
 	}
-	last, err := e.removeContainers(ctx, slices.DeleteFunc(cs, func(c container.Summary) bool { return !isLiveness(c) }))
-	return append(removed, last...), errors.Join(append(errs, err)...)
+	<-done
+	return append(removed, last...), errors.Join(append(errs, lastErr)...)
 }
 
 // removeContainers removes cs side by side, waking each first, and returns
