@@ -613,6 +613,8 @@ func (r *run) teardown() error {
 		fmt.Fprintf(r.opts.Out, "cluster of run %s removed despite --leave-running: a fault could not be healed\n", r.cluster.RunID())
 		errs = append(errs, r.cluster.Down(ctx))
 	case r.opts.LeaveRunning:
+		// The harness is done with it: what stays is no longer a live run.
+		errs = append(errs, r.cluster.Release(ctx))
 		fmt.Fprintf(r.opts.Out, "cluster of run %s left running (%s), faults healed; remove it with: lockbench clean --run %s\n",
 			r.cluster.RunID(), strings.Join(r.services, ", "), r.cluster.RunID())
 	default:
