@@ -49,11 +49,10 @@ func (s *started) assertIntact(t *testing.T, ids []string) {
 // clean nor `clean --run ID` touches a live run: the one left alone ends
 // valid (exit 0), as such a run does. `--dry-run --include-live --run ID`
 // lists the other without removing or copying anything, and
-// `--include-live --run ID` removes it, and its harness fails. On this
-// shared engine the plain clean is only run with --dry-run: a real one
-// would remove the runs of older lockbench binaries that others run
-// beside this test, which have no liveness record; the choice it makes is
-// the one a real clean makes (runner's TestChooseRuns).
+// `--include-live --run ID` removes it, and its harness fails. The plain
+// clean is run for real too: it removes what is not live, which on an
+// engine shared with runs of older lockbench binaries (no liveness record)
+// includes theirs, as it should.
 func TestCleanLeavesLiveRuns(t *testing.T) {
 	kept := start(t, "run", "--backend", "redis", "--nemesis", "none", "--time-limit", "20s", "--seed", "61")
 	removed := start(t, "run", "--backend", "redis", "--nemesis", "none", "--time-limit", "20s", "--seed", "62")
@@ -70,6 +69,14 @@ func TestCleanLeavesLiveRuns(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "kept run "+s.runID+": live") || strings.Contains(out, "(run "+s.runID+")") ||
 			strings.Contains(out, s.dir) {
 			t.Errorf("clean --dry-run beside live run %s: exit %d, it is not said kept, or would go", s.runID, code)
+		}
+		s.assertIntact(t, ids[i])
+	}
+
+	out, code = clean(t)
+	for i, s := range runs {
+		if code != 0 || !strings.Contains(out, "kept run "+s.runID+": live") || strings.Contains(out, "(run "+s.runID+")") {
+			t.Errorf("clean beside live run %s: exit %d, it is not said kept, or was removed:\n%s", s.runID, code, out)
 		}
 		s.assertIntact(t, ids[i])
 	}
