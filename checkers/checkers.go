@@ -55,19 +55,22 @@ type Input struct {
 // milliseconds and tens of megabytes, and the checkers share them four
 // ways.
 func Prepare(in Input) Input {
-	in.shared = &derived{history: in.History, key: in.Key}
+	in.shared = &derived{history: in.History, store: in.Store, key: in.Key}
 	return in
 }
 
-// derived is what the checkers derive from one history and key.
+// derived is what the checkers derive from one history, store log and key.
 type derived struct {
-	history  []history.Event
-	key      string
-	refsOnce sync.Once
-	refs     []history.Ref
-	procs    int
-	sectOnce sync.Once
-	sections []Section
+	history    []history.Event
+	store      []store.Entry
+	key        string
+	refsOnce   sync.Once
+	refs       []history.Ref
+	procs      int
+	sectOnce   sync.Once
+	sections   []Section
+	ledgerOnce sync.Once
+	ledger     *ledger
 }
 
 // derived is the input's shared derivations, nil unless they were
@@ -75,8 +78,7 @@ type derived struct {
 // the input (SetView's) must not take the original's.
 func (in Input) derived() *derived {
 	d := in.shared
-	if d == nil || d.key != in.Key || len(d.history) != len(in.History) ||
-		len(in.History) > 0 && &d.history[0] != &in.History[0] {
+	if d == nil || d.key != in.Key || !sameStart(d.history, in.History) {
 		return nil
 	}
 	return d
@@ -102,6 +104,24 @@ func (in Input) Sections() []Section {
 	}
 	d.sectOnce.Do(func() { d.sections = sectionsOf(in) })
 	return d.sections
+}
+
+// ledger is newLedger of the input, which the caller must not change: the
+// data checker and the linearizability checker both judge by it, and each
+// must see what the other sees.
+func (in Input) ledger() *ledger {
+	d := in.derived()
+	if d == nil || !sameStart(d.store, in.Store) {
+		return newLedger(in)
+	}
+	d.ledgerOnce.Do(func() { d.ledger = newLedger(in) })
+	return d.ledger
+}
+
+// sameStart reports whether a and b are the same slice: the same length
+// and the same first element.
+func sameStart[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // valueNamer names a counter value for people; nil writes the number.

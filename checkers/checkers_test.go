@@ -262,6 +262,56 @@ func TestGolden(t *testing.T) {
 			},
 		},
 		{
+			// c1 reads 0 and writes 1; c2 reads 1 and writes 2. The twin
+			// of write-value-differs.
+			name: "write-value-agrees",
+			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 2, "accepted": 2})
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 2, "final": 2, "missing": 0})
+			},
+		},
+		{
+			// The same run, but the history says c1 wrote 3 where the store
+			// log has the same request store 1. By the history's 3 the
+			// sections are not linearizable; by the log's 1 nothing is lost.
+			// One record is wrong, so neither verdict stands.
+			name: "write-value-differs",
+			want: map[string]Verdict{"linearizable": Unknown, "fence": Valid, "lost-updates": Unknown},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				const why = `the history and the store log disagree: write "c1-2" by c1 (event 4) wrote 3, but the store log has it store 1 at seq 2`
+				for _, name := range []string{"linearizable", "lost-updates"} {
+					if r := rs[name].Reason; r != why {
+						t.Errorf("%s reason %q, want %q", name, r, why)
+					}
+				}
+				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 2, "accepted": 2})
+			},
+		},
+		{
+			// write-value-agrees and c3, whose write (req c3-2) timed out
+			// before the store saw it. The twin of req-repeated.
+			name: "req-distinct",
+			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 2, "unknown": 1, "unknown_applied": 0, "final": 2, "missing": 0})
+			},
+		},
+		{
+			// The same run, but c3's write carries c2's req, c2-2: joined by
+			// it, c3's timed-out write would take over c2's log entry.
+			// Repeated, as a repeat in the store log is, it leaves the data
+			// unjudged; the history alone is still linearizable.
+			name: "req-repeated",
+			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Unknown},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				const why = `the history and the store log disagree: the history has req "c2-2" twice (events 12 and 20)`
+				if r := rs["lost-updates"].Reason; r != why {
+					t.Errorf("lost-updates reason %q, want %q", r, why)
+				}
+			},
+		},
+		{
 			name: "no-tokens",
 			want: map[string]Verdict{"linearizable": Valid, "fence": Skipped, "lost-updates": Valid},
 			evidence: func(t *testing.T, rs map[string]Result) {
