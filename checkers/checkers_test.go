@@ -386,6 +386,27 @@ func TestLostUpdatesAcknowledgedWriteErased(t *testing.T) {
 	wantMentions(t, anomaly(t, r, "lost-update"), "c2's acknowledged write of 6 (token 34")
 }
 
+// A req repeated by two requests the store never saw takes over no entry,
+// but it is as impossible as any repeat: c3's read times out unlogged, and
+// its write, which timed out too, carries the read's req.
+func TestLostUpdatesRepeatedUnloggedReq(t *testing.T) {
+	for _, repeat := range []bool{false, true} {
+		in := load(t, "req-distinct")
+		in.History[19].Type, in.History[19].Value, in.History[19].Error = history.Info, nil, "timeout"
+		in.Store = slices.DeleteFunc(in.Store, func(e store.Entry) bool { return e.Req == "c3-1" })
+		if repeat {
+			in.History[20].Req, in.History[21].Req = "c3-1", "c3-1"
+		}
+		r := LostUpdates{}.Check(in)
+		switch why := `the history has req "c3-1" twice (events 18 and 20)`; {
+		case repeat && (r.Valid != Unknown || !strings.Contains(r.Reason, why)):
+			t.Errorf("repeated: %s (%s), want unknown saying %s", r.Valid, r.Reason, why)
+		case !repeat && r.Valid != Valid:
+			t.Errorf("distinct: %s (%s), want valid", r.Valid, r.Reason)
+		}
+	}
+}
+
 func TestChecksAreDeterministic(t *testing.T) {
 	in := load(t, "stale-fence-none")
 	first := checkAll(in)
@@ -585,5 +606,28 @@ func TestLinearizableMemoryBudgetIsUnknown(t *testing.T) {
 	}
 	if !strings.Contains(r.Reason, "memory budget") {
 		t.Errorf("reason = %q", r.Reason)
+	}
+}
+
+// A prepared input's ledger is built once for its two readers, then let
+// go; a reader that checks again, or an input whose store log is another,
+// builds its own.
+func TestLedgerSharedOnce(t *testing.T) {
+	in := Prepare(load(t, "write-value-differs"))
+	other := in
+	other.Store = in.Store[1:]
+	data, linear := in.ledger(dataReader), in.ledger(linearReader)
+	switch {
+	case data != linear:
+		t.Error("the data and linearizability checkers read different ledgers")
+	case in.shared.ledger != nil:
+		t.Error("the ledger is kept after both readers took it")
+	case in.ledger(dataReader) == data:
+		t.Error("a second look got the ledger that was let go")
+	case other.ledger(dataReader) == data || len(other.ledger(dataReader).log) != len(in.Store)-1:
+		t.Error("an input with another store log took the prepared ledger")
+	}
+	if data.written == "" {
+		t.Error("the ledger found no write value differing")
 	}
 }

@@ -263,7 +263,7 @@ func (c Linearizable) Check(in Input) Result {
 	for i := range ss {
 		r.Counts[string(ss[i].Outcome)]++
 	}
-	if disagreeing(&r, in.ledger().written) {
+	if disagreeing(&r, in.ledger(linearReader).written) {
 		r.Summary = fmt.Sprintf("undecided: the history and the store log disagree on what a write wrote (%s)", plural(int64(len(ss)), "critical section"))
 		return r
 	}

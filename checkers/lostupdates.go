@@ -199,7 +199,7 @@ func (c LostUpdates) Check(in Input) Result {
 	r := newResult(c.Name())
 	zero(r.Counts, "acknowledged", "unknown", "unknown_applied", "final", "lost_acknowledged", "missing",
 		"regressions", "regressions_repaired", "regressed_reads")
-	l := in.ledger()
+	l := in.ledger(dataReader)
 	var tl counterTally
 	for _, w := range l.writes {
 		switch w.typ {

@@ -76,10 +76,9 @@ func (v SetView) Check(in Input) Result {
 	}
 	// The view's records disagree where the set's do, and its ledger
 	// would say so in set numbers: it takes the set's, which names sets.
-	led := in.ledger()
+	led := in.ledger(linearReader)
 	in.History, in.Store = h, log
-	in.shared = &derived{history: h, store: log, key: in.Key, ledger: led}
-	in.shared.ledgerOnce.Do(func() {}) // the ledger is already there
+	in = in.withLedger(led)
 	in.Name = func(n int64) string {
 		if n < 0 || n >= int64(len(sets)) {
 			return "an unknown set"
@@ -192,7 +191,7 @@ func (c LostElements) Check(in Input) Result {
 		len(final), plural(acked, "add"), unknown, unknownPresent)
 	// The same cross-check as the counter's: a run whose two records
 	// disagree is not judged.
-	if in.ledger().unknown(&r) {
+	if in.ledger(dataReader).unknown(&r) {
 		return r
 	}
 	sort.Slice(lost, func(i, j int) bool { return added[lost[i]].event < added[lost[j]].event })
