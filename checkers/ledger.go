@@ -184,7 +184,7 @@ func disagreeing(r *Result, why string) bool {
 // nothing to differ on.
 func writtenValues(call *history.Event, e *store.Entry) (wrote, stored string, differ bool) {
 	switch {
-	case call.Set != nil || e.Set != nil:
+	case len(call.Set) > 0 || len(e.Set) > 0:
 		if sameSet(call.Set, e.Set) {
 			return "", "", false
 		}
