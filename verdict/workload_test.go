@@ -1,4 +1,4 @@
-package runner
+package verdict
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/rundir"
@@ -39,7 +38,7 @@ func TestCheckRefusesARepeatedSetElement(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, rundir.TestFile), set, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Check(dir, time.Minute)
+		rep, err := Check(dir, testOptions)
 		if err == nil {
 			if _, statErr := os.Stat(filepath.Join(dir, rundir.ResultsFile)); statErr != nil {
 				t.Errorf("judged, but no results: %v", statErr)
