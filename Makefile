@@ -101,5 +101,7 @@ fuzz:
 compose: build
 	$(BIN) compose > docker-compose.yml
 
+# Removes what runs that are no longer live left behind; runs still going on,
+# from any terminal or job on this engine, are kept (see the README).
 clean: build
 	$(BIN) clean

@@ -20,7 +20,7 @@ func TestLeaseModels(t *testing.T) {
 		"redis-sentinel": {TTL: 2e9, SlackFixed: 1e6, SlackPPM: 500},
 		"redlock":        {TTL: 2e9, SlackFixed: 1e6, SlackPPM: 10_000},
 		"etcd":           {TTL: 2e9, Session: true},
-		"zookeeper":      {TTL: 2e9, SlackPPM: 500_000, Session: true},
+		"zookeeper":      {TTL: 2e9, SlackPPM: 500_000, Session: true, LossReleases: true},
 		"postgres":       {TTL: 2e9, LastStatement: true},
 	}
 	for _, b := range All {

@@ -177,7 +177,9 @@ func (ZooKeeper) Check(cfg *config.Config) error {
 // to relay while the follower can still answer the next. The session, as
 // etcd's, is kept alive by pings the client does not observe.
 func (ZooKeeper) Lease(ttl int64) checkers.Lease {
-	return checkers.Lease{TTL: ttl, SlackPPM: 500_000, Session: true}
+	// A lost session is closed at once (locks.ZooKeeper), which gives the
+	// lock up.
+	return checkers.Lease{TTL: ttl, SlackPPM: 500_000, Session: true, LossReleases: true}
 }
 
 // Client implements Backend.

@@ -59,19 +59,28 @@ type Input struct {
 // milliseconds and tens of megabytes, and the checkers share them four
 // ways.
 func Prepare(in Input) Input {
-	in.shared = &derived{history: in.History, key: in.Key}
+	in.shared = &derived{history: in.History, store: in.Store, key: in.Key}
 	return in
 }
 
-// derived is what the checkers derive from one history and key.
+// derived is what the checkers derive from one history, store log and key.
 type derived struct {
 	history  []history.Event
+	store    []store.Entry
 	key      string
 	refsOnce sync.Once
 	refs     []history.Ref
 	procs    int
 	sectOnce sync.Once
 	sections []Section
+	// ledgerMu guards the ledger, built by its first reader and dropped
+	// once every reader has taken it: a check keeps the derivations until
+	// its report is drawn, and this one, tens of megabytes for a long
+	// run, the report does not need.
+	ledgerMu    sync.Mutex
+	ledger      *ledger
+	ledgerBuilt bool
+	ledgerTaken ledgerReader
 }
 
 // derived is the input's shared derivations, nil unless they were
@@ -79,8 +88,7 @@ type derived struct {
 // the input (SetView's) must not take the original's.
 func (in Input) derived() *derived {
 	d := in.shared
-	if d == nil || d.key != in.Key || len(d.history) != len(in.History) ||
-		len(in.History) > 0 && &d.history[0] != &in.History[0] {
+	if d == nil || d.key != in.Key || !sameStart(d.history, in.History) {
 		return nil
 	}
 	return d
@@ -106,6 +114,52 @@ func (in Input) Sections() []Section {
 	}
 	d.sectOnce.Do(func() { d.sections = sectionsOf(in) })
 	return d.sections
+}
+
+// ledgerReader is who reads the ledger: a workload's data checker and its
+// linearizability checker both judge by it, and each must see what the
+// other sees.
+type ledgerReader uint8
+
+const (
+	dataReader ledgerReader = 1 << iota
+	linearReader
+	allReaders = dataReader | linearReader
+)
+
+// ledger is newLedger of the input for reader, which must not change it.
+func (in Input) ledger(reader ledgerReader) *ledger {
+	d := in.derived()
+	if d == nil || !sameStart(d.store, in.Store) {
+		return newLedger(in)
+	}
+	d.ledgerMu.Lock()
+	defer d.ledgerMu.Unlock()
+	l := d.ledger
+	if !d.ledgerBuilt {
+		l, d.ledgerBuilt = newLedger(in), true
+	} else if l == nil {
+		// Every reader took it already; one that checks again builds
+		// its own.
+		return newLedger(in)
+	}
+	d.ledger, d.ledgerTaken = l, d.ledgerTaken|reader
+	if d.ledgerTaken == allReaders {
+		d.ledger = nil
+	}
+	return l
+}
+
+// withLedger prepares in, a view of another input, with the ledger l.
+func (in Input) withLedger(l *ledger) Input {
+	in.shared = &derived{history: in.History, store: in.Store, key: in.Key, ledger: l, ledgerBuilt: true}
+	return in
+}
+
+// sameStart reports whether a and b are the same slice: the same length
+// and the same first element.
+func sameStart[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // valueNamer names a counter value for people; nil writes the number.

@@ -262,6 +262,56 @@ func TestGolden(t *testing.T) {
 			},
 		},
 		{
+			// c1 reads 0 and writes 1; c2 reads 1 and writes 2. The twin
+			// of write-value-differs.
+			name: "write-value-agrees",
+			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 2, "accepted": 2})
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 2, "final": 2, "missing": 0})
+			},
+		},
+		{
+			// The same run, but the history says c1 wrote 3 where the store
+			// log has the same request store 1. By the history's 3 the
+			// sections are not linearizable; by the log's 1 nothing is lost.
+			// One record is wrong, so neither verdict stands.
+			name: "write-value-differs",
+			want: map[string]Verdict{"linearizable": Unknown, "fence": Valid, "lost-updates": Unknown},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				const why = `the history and the store log disagree: write "c1-2" by c1 (event 4) wrote 3, but the store log has it store 1 at seq 2`
+				for _, name := range []string{"linearizable", "lost-updates"} {
+					if r := rs[name].Reason; r != why {
+						t.Errorf("%s reason %q, want %q", name, r, why)
+					}
+				}
+				wantCounts(t, rs["linearizable"], map[string]int64{"sections": 2, "accepted": 2})
+			},
+		},
+		{
+			// write-value-agrees and c3, whose write (req c3-2) timed out
+			// before the store saw it. The twin of req-repeated.
+			name: "req-distinct",
+			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				wantCounts(t, rs["lost-updates"], map[string]int64{"acknowledged": 2, "unknown": 1, "unknown_applied": 0, "final": 2, "missing": 0})
+			},
+		},
+		{
+			// The same run, but c3's write carries c2's req, c2-2: joined by
+			// it, c3's timed-out write would take over c2's log entry.
+			// Repeated, as a repeat in the store log is, it leaves the data
+			// unjudged; the history alone is still linearizable.
+			name: "req-repeated",
+			want: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Unknown},
+			evidence: func(t *testing.T, rs map[string]Result) {
+				const why = `the history and the store log disagree: the history has req "c2-2" twice (events 12 and 20)`
+				if r := rs["lost-updates"].Reason; r != why {
+					t.Errorf("lost-updates reason %q, want %q", r, why)
+				}
+			},
+		},
+		{
 			name: "no-tokens",
 			want: map[string]Verdict{"linearizable": Valid, "fence": Skipped, "lost-updates": Valid},
 			evidence: func(t *testing.T, rs map[string]Result) {
@@ -334,6 +384,27 @@ func TestLostUpdatesAcknowledgedWriteErased(t *testing.T) {
 		t.Fatalf("got %s (%s), want invalid", r.Valid, r.Summary)
 	}
 	wantMentions(t, anomaly(t, r, "lost-update"), "c2's acknowledged write of 6 (token 34")
+}
+
+// A req repeated by two requests the store never saw takes over no entry,
+// but it is as impossible as any repeat: c3's read times out unlogged, and
+// its write, which timed out too, carries the read's req.
+func TestLostUpdatesRepeatedUnloggedReq(t *testing.T) {
+	for _, repeat := range []bool{false, true} {
+		in := load(t, "req-distinct")
+		in.History[19].Type, in.History[19].Value, in.History[19].Error = history.Info, nil, "timeout"
+		in.Store = slices.DeleteFunc(in.Store, func(e store.Entry) bool { return e.Req == "c3-1" })
+		if repeat {
+			in.History[20].Req, in.History[21].Req = "c3-1", "c3-1"
+		}
+		r := LostUpdates{}.Check(in)
+		switch why := `the history has req "c3-1" twice (events 18 and 20)`; {
+		case repeat && (r.Valid != Unknown || !strings.Contains(r.Reason, why)):
+			t.Errorf("repeated: %s (%s), want unknown saying %s", r.Valid, r.Reason, why)
+		case !repeat && r.Valid != Valid:
+			t.Errorf("distinct: %s (%s), want valid", r.Valid, r.Reason)
+		}
+	}
 }
 
 func TestChecksAreDeterministic(t *testing.T) {
@@ -535,5 +606,28 @@ func TestLinearizableMemoryBudgetIsUnknown(t *testing.T) {
 	}
 	if !strings.Contains(r.Reason, "memory budget") {
 		t.Errorf("reason = %q", r.Reason)
+	}
+}
+
+// A prepared input's ledger is built once for its two readers, then let
+// go; a reader that checks again, or an input whose store log is another,
+// builds its own.
+func TestLedgerSharedOnce(t *testing.T) {
+	in := Prepare(load(t, "write-value-differs"))
+	other := in
+	other.Store = in.Store[1:]
+	data, linear := in.ledger(dataReader), in.ledger(linearReader)
+	switch {
+	case data != linear:
+		t.Error("the data and linearizability checkers read different ledgers")
+	case in.shared.ledger != nil:
+		t.Error("the ledger is kept after both readers took it")
+	case in.ledger(dataReader) == data:
+		t.Error("a second look got the ledger that was let go")
+	case other.ledger(dataReader) == data || len(other.ledger(dataReader).log) != len(in.Store)-1:
+		t.Error("an input with another store log took the prepared ledger")
+	}
+	if data.written == "" {
+		t.Error("the ledger found no write value differing")
 	}
 }

@@ -48,6 +48,12 @@ type Lease struct {
 	// statement; their TTLs are ignored and nothing bounds the expiry
 	// from above.
 	LastStatement bool `json:"last_statement,omitempty"`
+	// LossReleases is set for a client that gives the lock up the moment
+	// it learns its lease is lost (ZooKeeper's, which then closes its
+	// session: the ensemble deletes its znode at once): its lease-lost
+	// event ends its certain holding, as a release would. What it goes
+	// on believing after is a stale belief.
+	LossReleases bool `json:"loss_releases,omitempty"`
 }
 
 func (l Lease) slack(ttl int64) int64 { return l.SlackFixed + ttl*l.SlackPPM/1_000_000 }
@@ -154,7 +160,9 @@ type holding struct {
 	okIdx      int64
 	believed   int64 // release invocation, the client's kill, or the end of the history
 	released   bool
-	killed     bool // its client was killed while it held the lock
+	killed     bool  // its client was killed while it held the lock
+	gaveUp     int64 // when its client gave the lock up on learning it lost (Lease.LossReleases); 0 if it did not
+	gaveUpIdx  int64
 	releaseIdx int64
 	lower      int64 // L_H's lease part: the proven lower bound on expiry, or c when unproven
 	lowerIdx   int64 // the event proving it
@@ -184,15 +192,23 @@ type holdings struct {
 
 // end is L_H.
 func (h *holding) end() int64 {
+	l := h.lower
 	if h.released {
-		return min(h.lower, h.believed)
+		l = min(l, h.believed)
 	}
-	return h.lower
+	if h.gaveUp > 0 {
+		l = min(l, h.gaveUp)
+	}
+	return l
 }
 
-// endIdx is the event that sets L_H: the release, or the lease's proof.
+// endIdx is the event that sets L_H: the release, the client's giving up,
+// or the lease's proof.
 func (h *holding) endIdx() int64 {
-	if h.released && h.believed < h.lower {
+	switch l := h.end(); {
+	case h.gaveUp > 0 && l == h.gaveUp && h.gaveUp < h.lower:
+		return h.gaveUpIdx
+	case h.released && l == h.believed && h.believed < h.lower:
 		return h.releaseIdx
 	}
 	return h.lowerIdx
@@ -361,6 +377,12 @@ func gather(in Input, end int64) holdings {
 				extend(x, ret.Time, ret.TTL)
 			case ret.Type == history.Info:
 				extend(x, ret.Time, 0)
+			}
+			continue
+		}
+		if o.Lone() && call.F == history.LeaseLost && l.LossReleases {
+			if i, ok := open[call.Process]; ok && hs.all[i].gaveUp == 0 {
+				hs.all[i].gaveUp, hs.all[i].gaveUpIdx = call.Time, call.Index
 			}
 			continue
 		}

@@ -359,6 +359,32 @@ func TestExclusionGolden(t *testing.T) {
 				wantWindow(t, window(t, r, "two-holders"), 1002e6, 1037e6)
 			},
 		},
+		{
+			// c1's ZooKeeper session is proven until 0.600 + 2 × 0.5 =
+			// 1.600 s, but c1 learns at 0.800 s that it is lost and
+			// closes it, which deletes its znode: c2's grant at 0.850 s
+			// is the ensemble's answer to that, not a broken promise.
+			name: "zk-loss-gives-up", lease: Lease{TTL: 2e9, SlackPPM: 500_000, Session: true, LossReleases: true}, model: "zookeeper", want: Valid,
+			others: map[string]Verdict{"linearizable": Valid, "fence": Valid, "lost-updates": Valid},
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"holdings": 2, "proven": 2, "two_holders": 0})
+			},
+		},
+		{
+			// The same history under a lease that a client's loss does
+			// not end (Redis's: a lost renewal deletes nothing) is two
+			// holders: c1's lease was proven to 1.600 s.
+			name: "zk-loss-gives-up", lease: zkLease, model: "session-kept", want: Invalid,
+		},
+		{
+			// Its twin: c2 is granted at 0.780 s, before c1 learned of
+			// any loss, while c1's session was certainly alive.
+			name: "zk-grant-before-loss", lease: Lease{TTL: 2e9, SlackPPM: 500_000, Session: true, LossReleases: true}, model: "zookeeper", want: Invalid,
+			evidence: func(t *testing.T, r Result) {
+				wantCounts(t, r, map[string]int64{"two_holders": 1})
+				wantWindow(t, window(t, r, "two-holders"), 780e6, 800e6)
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.model, func(t *testing.T) {

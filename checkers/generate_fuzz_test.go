@@ -69,6 +69,11 @@ type fuzzCase struct {
 	in Input
 	// clean: the run is a clean serial run and had no base history.
 	clean bool
+	// misrecorded: the history says one of the writes the store logged
+	// wrote another value than the log says (a clean run otherwise).
+	// Neither record can then be trusted: the linearizability and the
+	// lost-updates checkers must be unknown.
+	misrecorded bool
 	// stale: a stale write was accepted after a newer token (base or not).
 	stale bool
 	// fresh: there is no base history, every event came from the program.
@@ -107,6 +112,7 @@ type gen struct {
 	values           map[string]int64
 	maxWrite, maxAny map[string]int64
 	reqs             map[string]int  // per client, for unique req ids
+	baseReqs         map[string]bool // the reqs of the base run, never reused
 	waiting          map[string]bool // clients whose acquire is not yet answered
 	paused           string          // client the nemesis has paused, if any
 	// inflight holds requests that timed out at their client but have yet
@@ -170,7 +176,9 @@ func newGen(bases []Input, prog []byte) *gen {
 	// Continue the base run: later times, indexes, seqs and tokens, and the
 	// store state its log leaves behind.
 	g.c.in.History, g.c.in.Store = base.History, base.Store
+	g.baseReqs = map[string]bool{}
 	for _, e := range base.History {
+		g.baseReqs[e.Req] = true
 		g.now = max(g.now, e.Time)
 		g.index = max(g.index, e.Index+1)
 		g.token = max(g.token, e.Token)
@@ -221,6 +229,9 @@ func (g *gen) run() {
 	g.jostle()
 	if g.c.clean || (g.c.stale && g.c.fresh) {
 		g.c.lost = g.expectLost()
+	}
+	if g.c.clean && g.src.pick(8) == 7 {
+		g.misrecord()
 	}
 	g.c.grants = 0
 	for _, e := range g.c.in.History {
@@ -294,9 +305,15 @@ func (g *gen) emit(p string, typ history.Type, f string, e history.Event) histor
 	return e
 }
 
+// req is a new req for p: a req names one request, in the generated run as
+// in the base it continues.
 func (g *gen) req(p string) string {
-	g.reqs[p]++
-	return fmt.Sprintf("%s-g%d", p, g.reqs[p])
+	for {
+		g.reqs[p]++
+		if req := fmt.Sprintf("%s-g%d", p, g.reqs[p]); !g.baseReqs[req] {
+			return req
+		}
+	}
 }
 
 // apply is store.Server.Apply without the file and the clock.
@@ -633,6 +650,41 @@ func (g *gen) staleWrite() {
 	}
 	g.release(a, ta, true)
 	g.release(b, tb, false)
+}
+
+// misrecord has the history say that one of the writes the store logged
+// on the judged key wrote another value, as a harness recording the wrong
+// value would.
+func (g *gen) misrecord() {
+	logged := map[string]bool{}
+	for _, e := range g.c.in.Store {
+		if e.Op == "write" && (g.c.in.Key == "" || e.Key == g.c.in.Key) {
+			logged[e.Req] = true
+		}
+	}
+	var writes []int // the logged writes' invocations
+	for i, e := range g.c.in.History {
+		if e.F == history.Write && e.Type == history.Invoke && logged[e.Req] {
+			writes = append(writes, i)
+		}
+	}
+	if len(writes) == 0 {
+		return
+	}
+	w := &g.c.in.History[writes[g.src.pick(len(writes))]]
+	w.Value = history.Int(*w.Value + 1 + int64(g.src.pick(3)))
+	g.c.misrecorded, g.c.lost = true, nil
+}
+
+// misrecordedProgram is prog, a program for a clean run, made to misrecord
+// a write: the run's last choice, whether to, is made for it. It follows
+// prog's choices, then the plain path's, to find where that choice is.
+func misrecordedProgram(prog []byte) []byte {
+	padded := append(slices.Clone(prog), make([]byte, 1<<12)...)
+	g := newGen(nil, padded)
+	g.run()
+	last := len(padded) - len(g.src.b) - 1
+	return append(padded[:last:last], 7)
 }
 
 // mutate damages a run that makes no promises, as bugs in a lock, a store

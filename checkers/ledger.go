@@ -12,6 +12,11 @@ import (
 // the clients asked and were told) and the store log (what the store
 // applied). The counter and the set workload share it, so both refuse to
 // judge a run whose records disagree, and name the first disagreement.
+//
+// Each req names one request: the store log's entries and the history's
+// reads and writes are joined by it, so a req that either record repeats
+// would let one request take over another's entry and outcome, and the
+// records disagree.
 type ledger struct {
 	// log is the store log on the checked key.
 	log []store.Entry
@@ -28,6 +33,11 @@ type ledger struct {
 	readsLogged bool
 	// mismatch is the first disagreement between the records, "" if none.
 	mismatch string
+	// written is the first write whose value the records disagree on, ""
+	// if none. It is a disagreement about the history itself, which the
+	// linearizability check judges by the history's values while the data
+	// checkers judge by the log's, so it leaves both undecided.
+	written string
 }
 
 // writeOp is a write the history records, with the read its section made.
@@ -52,7 +62,12 @@ func newLedger(in Input) *ledger {
 	l := &ledger{log: storeOnKey(in.Store, in.Key)}
 	l.pos = make(map[string]int, len(l.log))
 	l.writeAt = make([]int32, len(l.log))
-	invoked := make([]bool, len(l.log))
+	// claim is, per log position, 1 + the history position of the
+	// invocation joined to the entry, 0 for none; unclaimed is the same
+	// for the reqs the log lacks, which are few (requests that failed or
+	// timed out before the store saw them).
+	claim := make([]int32, len(l.log))
+	unclaimed := map[string]int32{}
 	for i := range l.log {
 		e := &l.log[i]
 		if j, ok := l.pos[e.Req]; ok {
@@ -77,9 +92,25 @@ func newLedger(in Input) *ledger {
 		}
 		typ := o.Type(h)
 		at, inLog := l.pos[call.Req]
+		first := int32(0)
+		switch {
+		case inLog && claim[at] > 0:
+			first = claim[at]
+		case inLog:
+			claim[at] = o.Call + 1
+		case call.Req != "":
+			if first = unclaimed[call.Req]; first == 0 {
+				unclaimed[call.Req] = o.Call + 1
+			}
+		}
+		if first > 0 {
+			// The entry is the first one's: this one joins none.
+			l.disagree("the history has req %q twice (events %d and %d)", call.Req, h[first-1].Index, call.Index)
+			inLog = false
+		}
 		var e store.Entry
 		if inLog {
-			e, invoked[at] = l.log[at], true
+			e = l.log[at]
 		} else {
 			at = -1
 		}
@@ -98,6 +129,13 @@ func newLedger(in Input) *ledger {
 		}
 		if inLog {
 			l.writeAt[at] = int32(len(l.writes))
+			if e.Op == "write" && l.written == "" {
+				if wrote, stored, differ := writtenValues(call, &e); differ {
+					l.written = fmt.Sprintf("write %q by %s (event %d) wrote %s, but the store log has it store %s at seq %d",
+						call.Req, call.Process, call.Index, wrote, stored, e.Seq)
+					l.disagree("%s", l.written)
+				}
+			}
 		}
 		l.writes = append(l.writes, writeOp{req: call.Req, client: call.Process, token: call.Token, typ: typ,
 			at: at, readAt: lastRead[o.Proc], value: call.Value, event: call.Index})
@@ -109,7 +147,7 @@ func newLedger(in Input) *ledger {
 		}
 	}
 	for i := range l.log {
-		if e := &l.log[i]; !invoked[i] && l.pos[e.Req] == i {
+		if e := &l.log[i]; claim[i] == 0 && l.pos[e.Req] == i {
 			l.disagree("the store log has a %s (req %q by %s, seq %d) that the history never invoked", e.Op, e.Req, e.Client, e.Seq)
 			break
 		}
@@ -126,13 +164,40 @@ func (l *ledger) disagree(format string, args ...any) {
 
 // unknown makes r unknown when the records disagree; it reports whether
 // they did. A checker does not judge a run its own evidence contradicts.
-func (l *ledger) unknown(r *Result) bool {
-	if l.mismatch == "" {
+func (l *ledger) unknown(r *Result) bool { return disagreeing(r, l.mismatch) }
+
+// disagreeing makes r unknown for the disagreement why, if there is one,
+// and reports whether there was.
+func disagreeing(r *Result, why string) bool {
+	if why == "" {
 		return false
 	}
 	r.Valid = Unknown
-	r.Reason = "the history and the store log disagree: " + l.mismatch
+	r.Reason = "the history and the store log disagree: " + why
 	return true
+}
+
+// writtenValues names what a write's invocation and its log entry say it
+// wrote, and reports whether they differ: for the counter the value, for
+// the set the whole set (the element it adds is the history's alone). A
+// write whose invocation names no value (lockbench's always name one) has
+// nothing to differ on.
+func writtenValues(call *history.Event, e *store.Entry) (wrote, stored string, differ bool) {
+	switch {
+	case len(call.Set) > 0 || len(e.Set) > 0:
+		if sameSet(call.Set, e.Set) {
+			return "", "", false
+		}
+		wrote, stored = describeSet(call.Set), describeSet(e.Set)
+		if wrote == stored {
+			// Large sets alike at their ends and in size.
+			stored += " (" + setDifference(call.Set, e.Set) + ")"
+		}
+		return wrote, stored, true
+	case call.Value == nil || *call.Value == e.Value:
+		return "", "", false
+	}
+	return fmt.Sprint(*call.Value), fmt.Sprint(e.Value), true
 }
 
 func storeSays(e store.Entry, inLog bool) string {
@@ -146,12 +211,49 @@ func storeSays(e store.Entry, inLog bool) string {
 func sameRead(ret *history.Event, e store.Entry) bool {
 	// A set read carries no value, and an empty set carries nothing at all.
 	if ret.Value == nil {
-		a, b := slices.Clone(ret.Set), slices.Clone(e.Set)
-		slices.Sort(a)
-		slices.Sort(b)
-		return slices.Equal(a, b)
+		return sameSet(ret.Set, e.Set)
 	}
-	return ret.Value != nil && *ret.Value == e.Value
+	return *ret.Value == e.Value
+}
+
+// sameSet reports whether a and b hold the same elements, in any order.
+func sameSet(a, b []int64) bool {
+	// Both records keep a set in the order its writer built it: sorting,
+	// which a long run's sets would make quadratic, is rarely needed.
+	if slices.Equal(a, b) {
+		return true
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// setDifference names, for people, the least element that the history's
+// set written (a) and the store log's (b) hold differently; they must
+// differ, as sameSet found.
+func setDifference(a, b []int64) string {
+	count := map[int64]int{}
+	for _, x := range a {
+		count[x]++
+	}
+	for _, x := range b {
+		count[x]--
+	}
+	var differ []int64
+	for x, n := range count {
+		if n != 0 {
+			differ = append(differ, x)
+		}
+	}
+	x := slices.Min(differ)
+	if count[x] > 0 {
+		return fmt.Sprintf("the history's holds %d, the store log's does not", x)
+	}
+	return fmt.Sprintf("the store log's holds %d, the history's does not", x)
 }
 
 func readValue(v *int64, set []int64) string {

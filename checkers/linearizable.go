@@ -245,7 +245,10 @@ func describeSection(s Section) string {
 }
 
 // Linearizable checks that the critical sections, as the clients saw them,
-// could have run one at a time: the lock's whole promise.
+// could have run one at a time: the lock's whole promise. It judges the
+// values the history says were written; where the store log says a write
+// stored another, the history is wrong about itself and the verdict is
+// unknown (the data checkers, which judge the log's, are unknown with it).
 type Linearizable struct {
 	// Timeout bounds porcupine's search, which is exponential in the worst
 	// case; 0 means no bound.
@@ -264,6 +267,10 @@ func (c Linearizable) Check(in Input) Result {
 	zero(r.Counts, string(WriteAccepted), string(WriteRejected), string(WriteUnknown), string(NoWrite), "non_linearizable")
 	for i := range ss {
 		r.Counts[string(ss[i].Outcome)]++
+	}
+	if disagreeing(&r, in.ledger(linearReader).written) {
+		r.Summary = fmt.Sprintf("undecided: the history and the store log disagree on what a write wrote (%s)", plural(int64(len(ss)), "critical section"))
+		return r
 	}
 	budget := c.MemoryBudget
 	if budget == 0 {

@@ -41,7 +41,8 @@ var (
 // write repaired harms nothing the clients were told, and one that erased
 // only writes of unknown outcome is legal (they may not have happened). When the history and
 // the log disagree (an acknowledged write the log lacks, a failed one it
-// accepted, a read it answered differently) the verdict is unknown.
+// accepted, a read it answered differently, a write whose value differs,
+// a req either repeats) the verdict is unknown.
 type LostUpdates struct{}
 
 func (LostUpdates) Name() string { return "lost-updates" }
@@ -207,7 +208,7 @@ func (c LostUpdates) Check(in Input) Result {
 	if withoutStore(&r, in) {
 		return r
 	}
-	l := newLedger(in)
+	l := in.ledger(dataReader)
 	var tl counterTally
 	for _, w := range l.writes {
 		switch w.typ {
@@ -236,9 +237,7 @@ func (c LostUpdates) Check(in Input) Result {
 		return r
 	}
 	t, why := newReadTree(l)
-	if why != "" {
-		l.disagree("%s", why)
-		l.unknown(&r)
+	if disagreeing(&r, why) {
 		return r
 	}
 	tl.ack = func(k int) bool {

@@ -167,6 +167,13 @@ func (c Progress) stall(in Input) stallResult {
 		holding += b2i(hold) - b2i(p.holding)
 		p.waiting, p.holding = wait, hold
 	}
+	injecting := map[string]int{} // faults invoked, not yet injected
+	injected := injections(in.History)
+	struck := func(fault string) {
+		if faults[fault]++; faults[fault] == 1 {
+			inForce++
+		}
+	}
 	healed := func(fault string) {
 		if faults[fault] == 1 {
 			inForce--
@@ -179,9 +186,19 @@ func (c Progress) stall(in Input) stallResult {
 		e := &in.History[i]
 		var p *proc
 		switch {
+		case e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Invoke:
+			// A fault may take effect at any moment of its injection,
+			// which can take seconds (a node's kill and its wait): it is
+			// in force from its invocation, unless the injection fails.
+			if injected[i] {
+				injecting[e.Fault]++
+				struck(e.Fault)
+			}
 		case e.Process == history.Nemesis && e.F == history.Start && e.Type == history.Info:
-			if faults[e.Fault]++; faults[e.Fault] == 1 {
-				inForce++
+			if injecting[e.Fault] > 0 {
+				injecting[e.Fault]--
+			} else {
+				struck(e.Fault)
 			}
 			for _, k := range history.Killed(*e) {
 				d := state(k)
@@ -294,6 +311,33 @@ func (hl healing) awaitsAfter(h []history.Event, i int) (int, bool) {
 		}
 	}
 	return -1, false
+}
+
+// injections holds the positions of the nemesis's start invocations whose
+// injection succeeded or may have (a start info of the same fault answers
+// them, or nothing did before the history ends; one that failed, or found
+// no target, struck nothing).
+func injections(h []history.Event) map[int]bool {
+	out := map[int]bool{}
+	pending := map[string]int{}
+	for i := range h {
+		e := &h[i]
+		if e.Process != history.Nemesis || e.F != history.Start {
+			continue
+		}
+		switch k, ok := pending[e.Fault]; {
+		case e.Type == history.Invoke:
+			pending[e.Fault] = i
+		case ok:
+			out[k] = e.Type == history.Info
+			delete(pending, e.Fault)
+		}
+	}
+	// An injection the run ended during may have struck.
+	for _, k := range pending {
+		out[k] = true
+	}
+	return out
 }
 
 // unansweredAcquires holds the positions of the acquire invocations the

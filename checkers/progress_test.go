@@ -270,3 +270,41 @@ func TestServiceDownGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestInjectionInForce: the nemesis begins a kill at 2.000 s and records it
+// injected only at 7.000 s (a loaded engine stopping two nodes); the heal
+// begins at 7.100 s. The clients' acquires fail from 2.010 s on and no one
+// holds the lock until 7.200 s: the fault was in force from its
+// invocation, so no deadlock. Its twin, whose injection failed at 7.000 s
+// (nothing was struck), leaves that 5 s wait a deadlock.
+func TestInjectionInForce(t *testing.T) {
+	build := func(outcome history.Type) []history.Event {
+		h := append(sections(6, 0), history.Event{Time: 2e9, Process: history.Nemesis, Type: history.Invoke, F: history.Start, Fault: "kill"})
+		for at := int64(2010e6); at < 7200e6; at += 100e6 {
+			h = append(h, history.Event{Time: at, Process: "c2", Type: history.Invoke, F: history.Acquire},
+				history.Event{Time: at + 1e6, Process: "c2", Type: history.Fail, F: history.Acquire, Error: "lock taken"})
+			if at == 6910e6 {
+				h = append(h, history.Event{Time: 7e9, Process: history.Nemesis, Type: outcome, F: history.Start, Fault: "kill", Targets: []string{"redis"}})
+				if outcome == history.Info {
+					h = append(h, history.Event{Time: 7.1e9, Process: history.Nemesis, Type: history.Invoke, F: history.Stop, Fault: "kill"},
+						history.Event{Time: 7.15e9, Process: history.Nemesis, Type: history.Info, F: history.Stop, Fault: "kill"})
+				}
+			}
+		}
+		h = append(h, history.Event{Time: 7.2e9, Process: "c2", Type: history.Invoke, F: history.Acquire},
+			history.Event{Time: 7.201e9, Process: "c2", Type: history.OK, F: history.Acquire, Token: 1})
+		for i := range h {
+			h[i].Index = int64(i)
+		}
+		return h
+	}
+	for _, c := range []struct {
+		outcome history.Type
+		want    Verdict
+	}{{history.Info, Valid}, {history.Fail, Invalid}} {
+		r := progress().Check(Input{History: build(c.outcome), Lease: Lease{TTL: 1e9}})
+		if r.Valid != c.want {
+			t.Errorf("injection ending %s: %s (%s), want %s", c.outcome, r.Valid, r.Summary, c.want)
+		}
+	}
+}

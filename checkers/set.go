@@ -80,7 +80,11 @@ func (v SetView) Check(in Input) Result {
 		e.Value = id(e.Set)
 		log[i] = e
 	}
+	// The view's records disagree where the set's do, and its ledger
+	// would say so in set numbers: it takes the set's, which names sets.
+	led := in.ledger(linearReader)
 	in.History, in.Store = h, log
+	in = in.withLedger(led)
 	in.Name = func(n int64) string {
 		if n < 0 || n >= int64(len(sets)) {
 			return "an unknown set"
@@ -106,20 +110,35 @@ type adder struct {
 	typ    history.Type
 }
 
-// Check implements Checker.
-func (c LostElements) Check(in Input) Result {
-	r := newResult(c.Name())
-	if withoutStore(&r, in) {
-		return r
+// ValidateWorkload refuses a history that workload cannot have recorded,
+// with an error wrapping history.ErrMalformed; a run is checked only
+// after it. What any workload's history must be is history.Decode's.
+func ValidateWorkload(workload string, h []history.Event) error {
+	if workload == "set" {
+		_, err := adds(h)
+		return err
 	}
+	return nil
+}
+
+// adds is every element the set workload's writes tried to add, with the
+// write. Each client numbers its own elements, so an element is added
+// once: added twice, the second write would take the first's place, and a
+// lost acknowledged add could hide behind a later one that timed out. Such
+// a history is malformed.
+func adds(h []history.Event) (map[int64]*adder, error) {
 	added := map[int64]*adder{}
 	pending := map[string]int64{} // process -> element of its open write
-	for _, e := range in.History {
+	for _, e := range h {
 		if e.F != history.Write || e.Process == history.Nemesis {
 			continue
 		}
 		if e.Type == history.Invoke {
 			if e.Value != nil {
+				if a, ok := added[*e.Value]; ok {
+					return nil, fmt.Errorf("%w: element %d is added twice, by %s at event %d and by %s at event %d",
+						history.ErrMalformed, *e.Value, a.client, a.event, e.Process, e.Index)
+				}
 				added[*e.Value] = &adder{client: e.Process, token: e.Token, event: e.Index, typ: history.Info}
 				pending[e.Process] = *e.Value
 			}
@@ -129,6 +148,23 @@ func (c LostElements) Check(in Input) Result {
 			added[el].typ = e.Type
 			delete(pending, e.Process)
 		}
+	}
+	return added, nil
+}
+
+// Check implements Checker.
+func (c LostElements) Check(in Input) Result {
+	r := newResult(c.Name())
+	if withoutStore(&r, in) {
+		return r
+	}
+	added, err := adds(in.History)
+	if err != nil {
+		// A check refuses such a history before judging it
+		// (ValidateWorkload); judged anyway, it proves nothing.
+		r.Valid, r.Reason = Unknown, err.Error()
+		r.Summary = "undecided: " + err.Error()
+		return r
 	}
 	var accepted []store.Entry
 	for _, e := range in.Store {
@@ -164,7 +200,7 @@ func (c LostElements) Check(in Input) Result {
 		len(final), plural(acked, "add"), unknown, unknownPresent)
 	// The same cross-check as the counter's: a run whose two records
 	// disagree is not judged.
-	if newLedger(in).unknown(&r) {
+	if in.ledger(dataReader).unknown(&r) {
 		return r
 	}
 	sort.Slice(lost, func(i, j int) bool { return added[lost[i]].event < added[lost[j]].event })

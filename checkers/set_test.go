@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -75,14 +76,22 @@ func TestSetStaleWriterLosesElement(t *testing.T) {
 	}
 }
 
+// c1 adds 10 but writes {10, 99}: 99 is no one's. Where only the store
+// log has 99 in c1's write, the records disagree on what c1 wrote, and
+// nothing is judged.
 func TestSetPhantomElement(t *testing.T) {
 	var h []history.Event
 	var log []store.Entry
 	setSection(&h, &log, "c1", 1, 0, nil, 10, history.OK, store.Accepted)
-	log[0].Set = []int64{10, 99}
+	h[2].Set, log[0].Set = []int64{10, 99}, []int64{10, 99}
 	r := LostElements{}.Check(Input{History: h, Store: log, Key: "x"})
 	if r.Valid != Invalid || r.Anomalies[0].Kind != "phantom-element" {
 		t.Fatalf("%s %+v", r.Valid, r.Anomalies)
+	}
+	h[2].Set = []int64{10}
+	r = LostElements{}.Check(Input{History: h, Store: log, Key: "x"})
+	if r.Valid != Unknown || !strings.Contains(r.Reason, `write "c1-aw" by c1 (event 2) wrote [10], but the store log has it store [10 99]`) {
+		t.Fatalf("%s %q", r.Valid, r.Reason)
 	}
 }
 
@@ -143,5 +152,71 @@ func TestSetMessagesNameElements(t *testing.T) {
 	}
 	if describeSet([]int64{5, 1, 9, 3, 7}) != "[1 3 … 9] (5 elements)" {
 		t.Errorf("a large set reads %q", describeSet([]int64{5, 1, 9, 3, 7}))
+	}
+}
+
+// Twins of the set workload, each pair one value apart with opposite
+// verdicts, judged as a check judges them: prepared, by the workload's
+// checkers, after ValidateWorkload.
+func TestSetGoldenTwins(t *testing.T) {
+	const (
+		lin  = 0 // For's linearizable
+		lost = 2 // For's lost-elements
+	)
+	for _, tc := range []struct {
+		name string
+		// refused is what ValidateWorkload's error must say, "" for none.
+		refused string
+		want    map[int]Verdict
+		// reason is what each unknown verdict's reason must say.
+		reason string
+		// anomaly is what lost-elements' first anomaly must say.
+		anomaly []string
+	}{
+		// c1 adds 1000000001; c2 reads it and writes it with its own.
+		{name: "set-write-agrees", want: map[int]Verdict{lin: Valid, lost: Valid}},
+		// The store log has c2's write store its own element alone: by
+		// the log c1's acknowledged element is lost, by the history the
+		// sections are linearizable. One record is wrong.
+		{name: "set-write-differs", want: map[int]Verdict{lin: Unknown, lost: Unknown},
+			reason: `write "c2-2" by c2 (event 12) wrote [1000000001 2000000001], but the store log has it store [2000000001] at seq 3`},
+		// c2 (token 1) reads {} and writes {2000000001} over c1's
+		// acknowledged 1000000001; c1's next add times out unlogged.
+		{name: "set-element-distinct", want: map[int]Verdict{lin: Invalid, lost: Invalid},
+			anomaly: []string{"c1 added 1000000001 (token 2, event 8)", "c2's write with token 1 at 0.071 s (store seq 3)"}},
+		// c1's add that timed out adds 1000000001 again: tracked by
+		// element, it would take the acknowledged add's place and hide
+		// its loss.
+		{name: "set-element-repeated", want: map[int]Verdict{lost: Unknown},
+			refused: "element 1000000001 is added twice, by c1 at event 8 and by c1 at event 20",
+			reason:  "element 1000000001 is added twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Prepare(load(t, tc.name))
+			err := ValidateWorkload("set", in.History)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refused != "" && (!errors.Is(err, history.ErrMalformed) || !strings.Contains(err.Error(), tc.refused)):
+				t.Errorf("ValidateWorkload = %v, want malformed naming %q", err, tc.refused)
+			}
+			// The counter's values repeat by design.
+			if err := ValidateWorkload("counter", in.History); err != nil {
+				t.Errorf("the counter refuses it: %v", err)
+			}
+			cs := For("set", 0)
+			for i, want := range tc.want {
+				r := cs[i].Check(in)
+				if r.Valid != want {
+					t.Errorf("%s = %s, want %s: %s %s %+v", r.Checker, r.Valid, want, r.Summary, r.Reason, r.Anomalies)
+				}
+				if want == Unknown && !strings.Contains(r.Reason, tc.reason) {
+					t.Errorf("%s reason %q does not say %q", r.Checker, r.Reason, tc.reason)
+				}
+				if i == lost && len(tc.anomaly) > 0 {
+					wantMentions(t, anomaly(t, r, "lost-element"), tc.anomaly...)
+				}
+			}
+		})
 	}
 }

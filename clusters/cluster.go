@@ -61,21 +61,47 @@ type Cluster struct {
 	image   string
 	network string
 
+	// harness labels everything of the run; live is its liveness
+	// container, nil when a controller container is the run's record.
+	harness Harness
+	live    *liveness
+
 	mu    sync.Mutex
 	nodes map[string]*Node
 }
 
-// New creates the run's private network. Nothing is started yet.
+// New creates the run's liveness record, then the run's private network;
+// the record's container starts in the background, and StartAll waits for
+// it. The record comes first so that a `lockbench clean` beside the run
+// never finds part of it without one, and takes a starting run for one
+// whose harness died.
 func New(ctx context.Context, eng *Engine, runID, image string) (*Cluster, error) {
-	c := &Cluster{eng: eng, runID: runID, image: image, network: "lockbench-" + runID, nodes: map[string]*Node{}}
-	_, err := eng.NetworkCreate(ctx, c.network, network.CreateOptions{
+	h, err := eng.self(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{eng: eng, runID: runID, image: image, network: "lockbench-" + runID, harness: h, nodes: map[string]*Node{}}
+	// What was made before a failure goes, even after Ctrl-C ended ctx.
+	undo := func(err error) (*Cluster, error) {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, c.Down(dctx))
+	}
+	if h.Controller == "" {
+		if c.live, err = eng.startLiveness(ctx, runID, image, h); err != nil {
+			return undo(err)
+		}
+	}
+	labels := h.labels()
+	labels[Label] = runID
+	_, err = eng.NetworkCreate(ctx, c.network, network.CreateOptions{
 		Driver: "bridge",
 		// Internal: the run's containers reach one another and nothing else.
 		Internal: true,
-		Labels:   map[string]string{Label: runID},
+		Labels:   labels,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create network %s: %w", c.network, err)
+		return undo(fmt.Errorf("create network %s: %w", c.network, err))
 	}
 	return c, nil
 }
@@ -85,7 +111,8 @@ func (c *Cluster) RunID() string { return c.runID }
 
 // Start creates and starts n.
 func (c *Cluster) Start(ctx context.Context, n Node) error {
-	labels := map[string]string{Label: c.runID, Label + ".node": n.Name, Label + ".role": n.Role}
+	labels := c.harness.labels()
+	labels[Label], labels[Label+".node"], labels[roleLabel] = c.runID, n.Name, n.Role
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
@@ -196,7 +223,9 @@ func (c *Cluster) StartAll(ctx context.Context, nodes []Node) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// The liveness container started beside them (see New): a run
+	// without its record must not go on.
+	return errors.Join(append(errs, c.live.wait())...)
 }
 
 func (c *Cluster) node(name string) (*Node, error) {
@@ -313,8 +342,17 @@ func (c *Cluster) Exec(ctx context.Context, name string, cmd ...string) (string,
 		return "", fmt.Errorf("exec in %s: %w", name, err)
 	}
 	defer att.Close()
+	// The attached stream is a hijacked connection that ctx does not
+	// reach: without this, an exec whose ctx ended (a wait for a service
+	// cut short by the run's end) would hold its caller until the command
+	// in the node ended by itself, which for a probe loop is up to its
+	// whole bound.
+	defer context.AfterFunc(ctx, att.Close)()
 	var out, errOut bytes.Buffer
 	if _, err := stdcopy.StdCopy(&out, &errOut, att.Reader); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return "", fmt.Errorf("exec in %s: %w", name, err)
 	}
 	ins, err := c.eng.ContainerExecInspect(ctx, ex.ID)
@@ -464,8 +502,26 @@ func CopyFile(ctx context.Context, eng *Engine, id, path string) ([]byte, error)
 }
 
 // Down removes every container and the network of the run, whatever state
-// they are in.
+// they are in, its liveness record after the other containers.
 func (c *Cluster) Down(ctx context.Context) error {
-	_, err := c.eng.RemoveRuns(ctx, c.runID)
+	_ = c.live.wait() // a start under way would race the removal
+	_, err := c.eng.RemoveRun(ctx, c.runID)
+	c.live.close()
 	return err
+}
+
+// Release ends the run's liveness record and keeps the rest: what stays up
+// (--leave-running) is no longer a live run, and a plain `lockbench clean`
+// may remove it.
+func (c *Cluster) Release(ctx context.Context) error {
+	if c.live == nil {
+		return nil
+	}
+	_ = c.live.wait()
+	err := c.eng.ContainerRemove(ctx, c.live.id, container.RemoveOptions{Force: true})
+	c.live.close()
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove the run's liveness container: %w", err)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,8 +58,16 @@ func (e *Engine) RunController(ctx context.Context, c Controller) (code int, err
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	name := "lockbench-controller-" + id
+	h, err := e.self(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// The container is the liveness record of the runs inside it (see
+	// Runs): they find it by its name, and label themselves with its id.
+	labels := h.labels()
+	labels[Label], labels[roleLabel] = id, ControllerRole
 	resp, err := e.ContainerCreate(ctx,
-		&container.Config{Image: c.Image, Cmd: c.Cmd, Env: c.Env, Labels: map[string]string{Label: id, Label + ".role": "controller"}},
+		&container.Config{Image: c.Image, Cmd: c.Cmd, Env: append(slices.Clone(c.Env), ControllerEnv+"="+name), Labels: labels},
 		&container.HostConfig{
 			// The engine's API is all the controller talks to: no network.
 			NetworkMode: "none",
@@ -72,7 +81,7 @@ func (e *Engine) RunController(ctx context.Context, c Controller) (code int, err
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, rerr := e.RemoveRuns(rctx, id); rerr != nil {
+		if _, rerr := e.RemoveRun(rctx, id); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}()

@@ -5,9 +5,11 @@ package clusters
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,57 +64,65 @@ type Leftover struct {
 	Kind, Name, RunID string
 }
 
-// RemoveRuns removes every container and network whose label value is runID,
-// or that carries the label at all when runID is empty. It returns what it
-// removed; it keeps going past errors and returns the first.
-func (e *Engine) RemoveRuns(ctx context.Context, runID string) ([]Leftover, error) {
-	f := filters.NewArgs()
-	if runID == "" {
-		f.Add("label", Label)
-	} else {
-		f.Add("label", Label+"="+runID)
-	}
-	var removed []Leftover
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
+// RemoveRun removes every container and network of run runID, whatever
+// state they are in. Its liveness container goes after the others, beside
+// the network, so that the run counts as live until nothing of it is left
+// that runs. It returns what it removed; it keeps going past errors and
+// returns them joined.
+func (e *Engine) RemoveRun(ctx context.Context, runID string) ([]Leftover, error) {
+	f := filters.NewArgs(filters.Arg("label", Label+"="+runID))
 	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	keep(err)
+	if err != nil {
+		return nil, fmt.Errorf("list the containers of run %s: %w", runID, err)
+	}
+	isLiveness := func(c container.Summary) bool { return c.Labels[roleLabel] == LivenessRole }
+	removed, err := e.removeContainers(ctx, slices.DeleteFunc(slices.Clone(cs), isLiveness))
+	errs := []error{err}
+	// The liveness container has no network: it goes while the network's
+	// removal waits for the engine to release the others' endpoints.
+	var last []Leftover
+	var lastErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last, lastErr = e.removeContainers(ctx, slices.DeleteFunc(cs, func(c container.Summary) bool { return !isLiveness(c) }))
+	}()
+	ns, err := e.NetworkList(ctx, network.ListOptions{Filters: f})
+	errs = append(errs, err)
+	for _, n := range ns {
+		if err := e.removeNetwork(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+			continue
+		}
+		removed = append(removed, Leftover{Kind: "network", Name: n.Name, RunID: n.Labels[Label]})
+	}
+	<-done
+	return append(removed, last...), errors.Join(append(errs, lastErr)...)
+}
+
+// removeContainers removes cs side by side, waking each first, and returns
+// those it removed.
+func (e *Engine) removeContainers(ctx context.Context, cs []container.Summary) ([]Leftover, error) {
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			// A frozen process cannot be killed cleanly by every runtime;
 			// wake it first so removal never leaves it behind.
 			_ = e.ContainerKill(ctx, c.ID, "SIGCONT")
 			if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
 				errs[i] = fmt.Errorf("remove container %s: %w", name(c.Names), err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	var removed []Leftover
 	for i, c := range cs {
-		if errs[i] != nil {
-			keep(errs[i])
-			continue
+		if errs[i] == nil {
+			removed = append(removed, Leftover{Kind: "container", Name: name(c.Names), RunID: c.Labels[Label]})
 		}
-		removed = append(removed, Leftover{Kind: "container", Name: name(c.Names), RunID: c.Labels[Label]})
 	}
-	ns, err := e.NetworkList(ctx, network.ListOptions{Filters: f})
-	keep(err)
-	for _, n := range ns {
-		if err := e.removeNetwork(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
-			keep(fmt.Errorf("remove network %s: %w", n.Name, err))
-			continue
-		}
-		removed = append(removed, Leftover{Kind: "network", Name: n.Name, RunID: n.Labels[Label]})
-	}
-	return removed, first
+	return removed, errors.Join(errs...)
 }
 
 func name(names []string) string {

@@ -164,6 +164,19 @@ func TestKilledHarnessIsCleanedAndCheckable(t *testing.T) {
 	}
 	s.wait(t)
 
+	// The killed run is not live: --dry-run says its log would be saved
+	// and its containers removed, and does neither.
+	dry, dcode := clean(t, "--dry-run", "--run", s.runID)
+	if dcode != 0 || !strings.Contains(dry, "would save "+filepath.Join(s.dir, rundir.StoreFile)) || !strings.Contains(dry, "would remove container ") {
+		t.Errorf("clean --dry-run of the killed run: exit %d, want its log and containers listed", dcode)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, rundir.StoreFile)); err == nil {
+		t.Error("clean --dry-run saved the store log")
+	}
+	if left := runContainers(t, s.runID); len(left) != len(ids) {
+		t.Errorf("clean --dry-run removed containers: %d left of %d", len(left), len(ids))
+	}
+
 	clean := exec.Command(binary, "clean", "--run", s.runID)
 	out, err := clean.CombinedOutput()
 	if err != nil {

@@ -29,7 +29,7 @@ func UnderClock(cmd []string) (env, wrapped []string) {
 // servers that read the wall clock under UnderClock.
 const ClockFault = "clock"
 
-var clockKind = Kind{Name: ClockFault, Targets: NodeTargets,
+var clockKind = Kind{Name: ClockFault, Targets: NodeTargets, Service: true,
 	Needs: func(t Topology) string {
 		switch {
 		case len(t.Service) == 0:

@@ -57,6 +57,12 @@ type Kind struct {
 	// NodeTargets); nil when it picks its targets its own way (a
 	// partition's named shapes, power-loss's --power-target).
 	Targets []string
+	// Service is set when the fault acts on the lock service's nodes or
+	// on links to them: its heal leaves a service that may take a while
+	// to answer again (a restarted JVM, an ensemble electing a leader),
+	// so the nemesis waits for it (Schedule.Healthy) before it counts the
+	// fault as over. Faults on clients alone leave the service as it was.
+	Service bool
 }
 
 // Kinds are the faults this build knows, in the order they are healed:
@@ -102,6 +108,14 @@ func Lookup(name string) (Kind, bool) {
 		}
 	}
 	return Kind{}, false
+}
+
+// actsOnService reports whether f is of a kind that acts on the lock
+// service (Kind.Service). A fault's name is its kind's, the name the
+// history records it by.
+func actsOnService(f Fault) bool {
+	k, ok := Lookup(f.Name())
+	return ok && k.Service
 }
 
 // Build makes the faults named, in healing order (that of Kinds); names

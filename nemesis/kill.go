@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-var killKind = Kind{Name: "kill", Needs: needsNodes("kill"), Targets: NodeTargets,
+var killKind = Kind{Name: "kill", Needs: needsNodes("kill"), Targets: NodeTargets, Service: true,
 	New: func(_ context.Context, e Env) Fault {
 		return &Kill{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.Target, RestartDelay: e.RestartDelay}
 	},

@@ -18,7 +18,7 @@ import (
 // LinkFault is the name of the fault that makes client links slow or lossy.
 const LinkFault = "link"
 
-var linkKind = Kind{Name: LinkFault, Strikes: true, Targets: ClientTargets,
+var linkKind = Kind{Name: LinkFault, Strikes: true, Targets: ClientTargets, Service: true,
 	// The proxies need nothing of the kernel; loss is a firewall rule.
 	NetAdminFor: func(l LinkEnv) bool { return slices.Contains(l.Shapes, link.Loss) },
 	// Every run has clients and links to strike, a store's at least.

@@ -59,6 +59,13 @@ type Schedule struct {
 	Interval time.Duration
 	// Duration is how long each fault lasts.
 	Duration time.Duration
+	// Healthy, when set, waits until the lock service passes again the
+	// checks it passed before the workload began, inside its nodes and
+	// within the same bound, and says why not when it does not. It is
+	// called after each heal of a fault that acts on the service
+	// (Kind.Service), and the next fault's gap starts after it: a fault
+	// landing on a half-healed cluster would confound the verdict.
+	Healthy func(ctx context.Context) error
 }
 
 func (s Schedule) gap(r *rand.Rand) time.Duration {
@@ -112,7 +119,35 @@ func Run(ctx context.Context, s Schedule, faults []Fault, r *rand.Rand, record R
 		if err := heal(f, record); err != nil {
 			return err
 		}
+		if s.Healthy != nil && actsOnService(f) {
+			awaitHealthy(ctx, s.Healthy, f, inj, record)
+		}
 	}
+}
+
+// RunEndedUnhealthy is the reason of a healthy fail recorded because the
+// run ended while the service was awaited.
+const RunEndedUnhealthy = "the run ended before the service answered again"
+
+// awaitHealthy records when the service healed of f answers again: a
+// healthy info, or a healthy fail with the reason once the wait gave up.
+// A run that ends during the wait records a fail too, saying so: the
+// service was not seen healthy again, so the fault stays in force to the
+// end of the run, as it must for the progress checker not to read an
+// outage as a lock no one would release. Recording nothing instead would
+// make the history read as one of an older lockbench, whose faults end at
+// their heal. The heal itself is done by then.
+func awaitHealthy(ctx context.Context, healthy func(context.Context) error, f Fault, inj Injection, record Recorder) {
+	e := history.Event{Process: history.Nemesis, Type: history.Info, F: history.Healthy, Fault: f.Name(), Targets: inj.Targets}
+	if err := healthy(ctx); err != nil {
+		e.Type, e.Error = history.Fail, err.Error()
+		if ctx.Err() != nil {
+			// Every check was stopped by the run's end, which is then
+			// all its error says.
+			e.Error = RunEndedUnhealthy
+		}
+	}
+	record(e)
 }
 
 // heal runs on a fresh context: the run's may already be cancelled, and a

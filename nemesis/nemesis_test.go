@@ -182,3 +182,145 @@ func TestPartitionIsolatesASharedServer(t *testing.T) {
 		t.Errorf("redis shapes %v", got)
 	}
 }
+
+// namedFault is a fault that hits targets and heals at once; its name
+// decides its kind, and with it whether the service is awaited after it.
+type namedFault struct {
+	name    string
+	targets []string
+	mu      sync.Mutex
+	heals   int
+}
+
+func (f *namedFault) Name() string { return f.name }
+
+func (f *namedFault) Inject(context.Context, *rand.Rand) (Injection, error) {
+	return Injection{Shape: "some", Targets: f.targets}, nil
+}
+
+func (f *namedFault) Heal(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.heals++
+	return nil
+}
+
+// runFor runs the nemesis on faults for d and returns what it recorded.
+func runFor(t *testing.T, d time.Duration, s Schedule, faults ...Fault) []history.Event {
+	t.Helper()
+	var mu sync.Mutex
+	var events []history.Event
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := Run(ctx, s, faults, rand.New(rand.NewPCG(1, 2)), record(&mu, &events)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(events)
+}
+
+// describe is an event as the tests below compare it.
+func describe(e history.Event) string {
+	s := e.F + " " + string(e.Type) + " " + e.Fault
+	if e.Error != "" {
+		s += " !"
+	}
+	return s
+}
+
+// After the heal of a fault on the service's nodes the nemesis waits for
+// the service and records healthy, with the fault's targets; the next
+// fault's gap starts only after that.
+func TestHealthyFollowsEachHealOfAServiceFault(t *testing.T) {
+	kill := &namedFault{name: "kill", targets: []string{"z1", "z2"}}
+	var mu sync.Mutex
+	var waits []time.Time
+	s := Schedule{Interval: 20 * time.Millisecond, Duration: time.Millisecond, Healthy: func(ctx context.Context) error {
+		mu.Lock()
+		waits = append(waits, time.Now())
+		mu.Unlock()
+		return nil
+	}}
+	events := runFor(t, 300*time.Millisecond, s, kill)
+	var cycle []string
+	healthy := 0
+	for i, e := range events {
+		cycle = append(cycle, describe(e))
+		if e.F != history.Healthy {
+			continue
+		}
+		healthy++
+		if e.Process != history.Nemesis || e.Type != history.Info || !slices.Equal(e.Targets, kill.targets) {
+			t.Errorf("healthy event %+v", e)
+		}
+		if i == 0 || events[i-1].F != history.Stop || events[i-1].Type != history.Info {
+			t.Errorf("healthy at %d does not follow a heal: %v", i, cycle)
+		}
+	}
+	want := []string{"start invoke kill", "start info kill", "stop invoke kill", "stop info kill", "healthy info kill"}
+	if len(cycle) < len(want) || !slices.Equal(cycle[:len(want)], want) {
+		t.Fatalf("events %v, want cycles of %v", cycle, want)
+	}
+	if healthy < 2 || healthy != len(waits) || healthy < kill.heals-1 {
+		t.Errorf("%d healthy events, %d waits, %d heals", healthy, len(waits), kill.heals)
+	}
+}
+
+// The same schedule with a service that does not come back records the
+// reason; a fault on clients alone is not followed by any wait.
+func TestHealthyFailsWithTheReasonAndSkipsClientFaults(t *testing.T) {
+	kill := &namedFault{name: "kill", targets: []string{"r1"}}
+	pause := &namedFault{name: "pause", targets: []string{"c1"}}
+	calls := 0
+	s := Schedule{Interval: 10 * time.Millisecond, Duration: time.Millisecond, Healthy: func(context.Context) error {
+		calls++
+		return errors.New("r1 not ready after 1m0s")
+	}}
+	for _, e := range runFor(t, 100*time.Millisecond, s, pause) {
+		if e.F == history.Healthy {
+			t.Fatalf("healthy after a client fault: %+v", e)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("the service was awaited %d times after client faults", calls)
+	}
+	events := runFor(t, 100*time.Millisecond, s, kill)
+	fails := 0
+	for i, e := range events {
+		if e.F != history.Healthy {
+			continue
+		}
+		// The last wait may have ended with the run: then that is its reason.
+		reason := e.Error == "r1 not ready after 1m0s" || i == len(events)-1 && e.Error == RunEndedUnhealthy
+		if e.Type != history.Fail || !reason {
+			t.Errorf("healthy %+v, want a fail with the reason", e)
+		}
+		fails++
+	}
+	if fails < 2 || fails != calls {
+		t.Errorf("%d healthy fails for %d waits", fails, calls)
+	}
+}
+
+// A run that ends while the service is awaited says so in a healthy fail:
+// the fault stays in force to the end of the run. The heal came first.
+func TestHealthyCutByTheRunsEnd(t *testing.T) {
+	kill := &namedFault{name: "kill", targets: []string{"r1"}}
+	s := Schedule{Interval: 10 * time.Millisecond, Duration: time.Millisecond, Healthy: func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	events := runFor(t, 100*time.Millisecond, s, kill)
+	var got []string
+	for _, e := range events {
+		got = append(got, describe(e))
+	}
+	want := []string{"start invoke kill", "start info kill", "stop invoke kill", "stop info kill", "healthy fail kill !"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if last := events[len(events)-1]; last.Error != RunEndedUnhealthy {
+		t.Errorf("reason %q", last.Error)
+	}
+}

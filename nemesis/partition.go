@@ -10,13 +10,13 @@ import (
 	"sync"
 )
 
-var partitionKind = Kind{Name: "partition", NetAdmin: true, Outlived: true, Needs: needsNodes("partition"),
+var partitionKind = Kind{Name: "partition", NetAdmin: true, Outlived: true, Service: true, Needs: needsNodes("partition"),
 	New: func(_ context.Context, e Env) Fault {
 		return &Partition{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders}
 	},
 }
 
-var failoverKind = Kind{Name: "failover", NetAdmin: true, Outlived: true,
+var failoverKind = Kind{Name: "failover", NetAdmin: true, Outlived: true, Service: true,
 	Needs: func(t Topology) string {
 		if len(t.Sentinels) == 0 {
 			return "has no Sentinels to promote a replica: the failover fault needs Redis with Sentinel"

@@ -187,7 +187,7 @@ func healEach(set map[string]bool, heal func(string) error) error {
 	return first
 }
 
-var pauseNodeKind = Kind{Name: "pause-node", Outlived: true, Needs: needsNodes("pause-node"), Targets: NodeTargets,
+var pauseNodeKind = Kind{Name: "pause-node", Outlived: true, Service: true, Needs: needsNodes("pause-node"), Targets: NodeTargets,
 	New: func(_ context.Context, e Env) Fault {
 		return &PauseNode{Cluster: e.Cluster, Topology: e.Topology, Holders: e.Holders, Target: e.Target}
 	},

@@ -29,7 +29,7 @@ const (
 // policy here leaves writes unsynced is Redis's everysec, one second.
 func cutWait(ttl time.Duration) time.Duration { return min(1500*time.Millisecond, ttl/4) }
 
-var powerLossKind = Kind{Name: PowerLossFault, Disk: true,
+var powerLossKind = Kind{Name: PowerLossFault, Disk: true, Service: true,
 	Needs: func(t Topology) string {
 		if len(t.Disks) == 0 {
 			return "has no data directory on disk for power-loss to take writes from"

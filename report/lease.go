@@ -90,8 +90,8 @@ type leaseView struct {
 }
 
 type faultRow struct {
-	Fault, Start, End, Hit, Unavailable string
-	Windows, Writes, TwoHolders         int64
+	Fault, Start, End, Healthy, Hit, Unavailable string
+	Windows, Writes, TwoHolders                  int64
 }
 
 type windowRow struct{ Kind, From, To, Message string }
@@ -245,7 +245,7 @@ func (an *analysis) leaseView() (leaseView, error) {
 			hit = fmt.Sprintf("yes: it froze its target just after a release, and the lock, granted to it while frozen, was kept from everyone from %s until the heal", history.Seconds(f.HeldFrom))
 		}
 		v.Faults = append(v.Faults, faultRow{Fault: f.Fault + " " + joinAnd(f.Targets), Start: history.Seconds(f.Start),
-			End: history.Seconds(f.End), Hit: hit, Unavailable: an.unavailable(f.Start),
+			End: history.Seconds(f.End), Healthy: recoveredIn(f), Hit: hit, Unavailable: an.unavailable(f.Start),
 			Windows: f.StaleWindows, Writes: f.StaleWrites, TwoHolders: f.TwoHolders})
 	}
 	for _, w := range r.Windows {
@@ -318,6 +318,18 @@ func (an *analysis) unavailable(t int64) string {
 		return fmt.Sprintf("no write completed in the %s left", seconds(an.end-t))
 	}
 	return fmt.Sprintf("%s (until %s's write at %s)", seconds(next-t), who, history.Seconds(next))
+}
+
+// recoveredIn is how long the service took to answer again after f's
+// heal, for the table of faults.
+func recoveredIn(f checkers.FaultEffect) string {
+	switch {
+	case f.Unhealthy != "":
+		return "not healthy again: " + f.Unhealthy
+	case f.Healthy > 0:
+		return seconds(f.Healthy)
+	}
+	return "not awaited"
 }
 
 // leasePlots draws the acquire's latency split into the wait and the

@@ -83,6 +83,14 @@ type fault struct {
 	startIdx           int64
 	healed             bool
 	description, title string
+	// healthy is when, after the heal, the service answered its checks
+	// again (the nemesis's healthy info), unhealthy the reason it did not
+	// (healthy fail, at healthy); healthy is 0 when nothing was awaited,
+	// as for a fault on clients or in an older lockbench's history.
+	healthy   int64
+	unhealthy string
+	// awaited is set between the fault's heal and its healthy event.
+	awaited bool
 }
 
 // anomalyRow is one checker anomaly as the report lists it.
@@ -487,10 +495,21 @@ func (an *analysis) buildFaults() {
 				if !f.stopping {
 					f.end = max(e.Time, f.start)
 				}
-				f.healed = true
+				f.healed, f.awaited = true, true
 				an.setMark(e.Index, markRef{f.startIdx, faultMark})
 				return true
 			})
+		case e.F == history.Healthy:
+			// It belongs to the faults of its kind the last heal healed.
+			for i := range an.faults {
+				if f := &an.faults[i]; f.awaited && f.kind == e.Fault {
+					f.healthy, f.awaited = max(e.Time, f.end), false
+					if e.Type != history.Info {
+						f.unhealthy = e.Error
+					}
+					an.setMark(e.Index, markRef{f.startIdx, faultMark})
+				}
+			}
 		}
 	}
 	for i := range an.faults {
@@ -500,8 +519,20 @@ func (an *analysis) buildFaults() {
 		if !f.healed {
 			healed = "never healed before the history ends"
 		}
-		f.title = fmt.Sprintf("%s from %s for %s, %s", f.description, history.Seconds(f.start), seconds(f.end-f.start), healed)
+		f.title = fmt.Sprintf("%s from %s for %s, %s%s", f.description, history.Seconds(f.start), seconds(f.end-f.start), healed, f.recovery())
 	}
+}
+
+// recovery says how the service came back after the fault's heal: "" when
+// it was not awaited.
+func (f *fault) recovery() string {
+	switch {
+	case f.healthy == 0:
+		return ""
+	case f.unhealthy != "":
+		return fmt.Sprintf("; the service was not healthy again by %s: %s", history.Seconds(f.healthy), f.unhealthy)
+	}
+	return fmt.Sprintf("; the service healthy again at %s, %s after the heal", history.Seconds(f.healthy), seconds(f.healthy-f.end))
 }
 
 func faultID(startIdx int64) string { return "fault-" + strconv.FormatInt(startIdx, 10) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -663,5 +664,74 @@ func TestCountKeysExplained(t *testing.T) {
 	}
 	if !strings.Contains(page, "<b>t46</b> on a bar is the holding") {
 		t.Error("the timeline's labels are not explained")
+	}
+}
+
+// After a heal the service's recovery is drawn up to its healthy mark, told
+// in the fault's tooltip and listed in the table of faults; a failed wait
+// says why. The same history without healthy events (an older lockbench's)
+// draws no recovery.
+func TestHealthyAfterHeal(t *testing.T) {
+	nem := func(i, at int64, f string, typ history.Type, err string) history.Event {
+		return history.Event{Index: i, Time: at, Process: history.Nemesis, Type: typ, F: f, Fault: "kill", Targets: []string{"z2", "z3"}, Error: err}
+	}
+	h := []history.Event{
+		{Index: 0, Time: 1e8, Process: "c1", Type: history.Invoke, F: history.Acquire},
+		{Index: 1, Time: 2e8, Process: "c1", Type: history.OK, F: history.Acquire, Token: 1},
+		nem(2, 1e9, history.Start, history.Info, ""),
+		nem(3, 12e8, history.Stop, history.Invoke, ""),
+		nem(4, 13e8, history.Stop, history.Info, ""),
+		nem(5, 42e8, history.Healthy, history.Info, ""),
+		nem(6, 5e9, history.Start, history.Info, ""),
+		nem(7, 52e8, history.Stop, history.Invoke, ""),
+		nem(8, 53e8, history.Stop, history.Info, ""),
+		nem(9, 9e9, history.Healthy, history.Fail, "zookeeper not healthy again: z1 not ready after 1m0s"),
+		{Index: 10, Time: 95e8, Process: "c1", Type: history.Invoke, F: history.Release, Token: 1},
+		{Index: 11, Time: 96e8, Process: "c1", Type: history.OK, F: history.Release, Token: 1},
+	}
+	effects := []checkers.FaultEffect{
+		{Event: 2, Fault: "kill", Start: 1e9, End: 13e8, Targets: []string{"z2", "z3"}, Healthy: 29e8},
+		{Event: 6, Fault: "kill", Start: 5e9, End: 53e8, Targets: []string{"z2", "z3"}, Unhealthy: "zookeeper not healthy again: z1 not ready after 1m0s"},
+	}
+	draw := func(h []history.Event, effects []checkers.FaultEffect) string {
+		dir := t.TempDir()
+		in := Input{History: h, Verdict: checkers.Valid, Key: "x", Results: []checkers.Result{{Checker: "exclusion", Valid: checkers.Valid, Faults: effects}}}
+		if err := Write(dir, in); err != nil {
+			t.Fatal(err)
+		}
+		return readFile(t, dir, rundir.HTMLFile)
+	}
+	page := draw(h, effects)
+	overview := between(t, page, `id="ov-timeline"`, "</svg>")
+	if n := strings.Count(overview, `class="fault-recovery"`); n != 2 {
+		t.Errorf("overview draws %d recoveries, want 2", n)
+	}
+	for _, want := range []string{
+		"kill z2,z3 from 1.000 s for 0.2 s, healed at 1.200 s; the service healthy again at 4.200 s, 3.0 s after the heal",
+		"the service was not healthy again by 9.000 s: zookeeper not healthy again: z1 not ready after 1m0s",
+		">healthy</text>", ">not healthy</text>",
+	} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("overview lacks %q", want)
+		}
+	}
+	table := between(t, page, `<table id="fault-efficacy">`, "</table>")
+	for _, want := range []string{"<td>2.9 s</td>", "<td>not healthy again: zookeeper not healthy again: z1 not ready after 1m0s</td>"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("fault table lacks %q", want)
+		}
+	}
+
+	old := slices.DeleteFunc(slices.Clone(h), func(e history.Event) bool { return e.F == history.Healthy })
+	for i := range old {
+		old[i].Index = int64(i)
+	}
+	plain := []checkers.FaultEffect{{Event: 2, Fault: "kill", Start: 1e9, End: 13e8}, {Event: 5, Fault: "kill", Start: 5e9, End: 53e8}}
+	page = draw(old, plain)
+	if strings.Contains(page, `class="fault-recovery"`) || strings.Contains(page, "healthy again") {
+		t.Error("a history without healthy events draws a recovery")
+	}
+	if n := strings.Count(between(t, page, `<table id="fault-efficacy">`, "</table>"), "<td>not awaited</td>"); n != 2 {
+		t.Errorf("%d faults not awaited in the table, want 2", n)
 	}
 }

@@ -90,6 +90,10 @@ func (an *analysis) tell(inc *incident) {
 			add(f.end, "the nemesis "+ended,
 				fmt.Sprintf("Note over %s: %s at %s", id, mermaidText(strings.TrimSuffix(ended, " "+c)), secondsPlain(f.end)))
 		}
+		if f.healthy > 0 && f.unhealthy == "" && f.healthy <= decisive {
+			add(f.healthy, fmt.Sprintf("the service answered again, %s after the heal", seconds(f.healthy-f.end)),
+				fmt.Sprintf("Note over %s: service healthy at %s", lockID, secondsPlain(f.healthy)))
+		}
 	}
 	if h != nil {
 		steps = append(steps, an.windowSteps(c, h.token, h.start, max(decisive, h.end))...)

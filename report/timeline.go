@@ -36,6 +36,7 @@ const (
 	colStale     = "#dc2626"
 	colLeaseLost = "#7f1d1d"
 	colFault     = "#8b5cf6"
+	colHealthy   = "#15803d"
 )
 
 // timeline is one drawing of the lanes over a window of time.
@@ -145,10 +146,16 @@ func formatTick(s, step float64) string {
 }
 
 // drawFaults shades each fault window across every lane, hatches the
-// lanes it froze, and names it above the lanes.
+// lanes it froze, and names it above the lanes; a fault after whose heal
+// the service was awaited shades that wait more lightly, up to a mark
+// "healthy" (or "not healthy") where it ended.
 func (an *analysis) drawFaults(b *svgBuilder, tl timeline, x func(int64) float64, bottom float64) {
 	for _, f := range an.faults {
-		if f.end < tl.from || f.start > tl.to {
+		if max(f.end, f.healthy) < tl.from || f.start > tl.to {
+			continue
+		}
+		an.drawRecovery(b, f, x, bottom)
+		if f.end < tl.from {
 			continue
 		}
 		x0, x1 := x(f.start), x(f.end)
@@ -178,6 +185,22 @@ func (an *analysis) drawFaults(b *svgBuilder, tl timeline, x func(int64) float64
 		}
 		b.WriteString(`</g>`)
 	}
+}
+
+// drawRecovery draws the wait for the service after f's heal, if any.
+func (an *analysis) drawRecovery(b *svgBuilder, f fault, x func(int64) float64, bottom float64) {
+	if f.healthy == 0 {
+		return
+	}
+	x0, x1 := x(f.end), x(f.healthy)
+	label, color := "healthy", colHealthy
+	if f.unhealthy != "" {
+		label, color = "not healthy", colStale
+	}
+	b.f(`<g class="fault-recovery"><title>%s</title>`, html.EscapeString(f.description+f.recovery()))
+	b.f(`<rect x="%.1f" y="%d" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.06"/>`, x0, 2, max(x1-x0, 1), bottom-2, colFault)
+	b.f(`<line class="healthy" x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5"/>`, x1, 18, x1, bottom, color)
+	b.f(`<text x="%.1f" y="27" font-size="10.5" font-weight="700" fill="%s">%s</text></g>`, x1+3, color, label)
 }
 
 // drawMarkers flags incidents on the overview: a red line at the moment

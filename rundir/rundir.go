@@ -81,8 +81,10 @@ type Controller struct {
 
 // ResultsSchema is the version of results.json's layout; it grows when a
 // field changes meaning or goes away, so that tools reading stored runs can
-// tell which they have.
-const ResultsSchema = 1
+// tell which they have. 2: faults[] gained healthy and unhealthy (the
+// service's recovery after each heal), and a fault on the service counts
+// as in force until the service is healthy again.
+const ResultsSchema = 2
 
 // Results is results.json: the verdict of every checker on one run.
 type Results struct {

@@ -40,6 +40,11 @@ const (
 	resultsLabel = clusters.Label + ".results"
 	// clientRole is the role of the clients' nodes.
 	clientRole = "client"
+	// probeWithin bounds the wait at bring-up for each node's probe, and
+	// readyWithin that for the whole service's Ready check; the latter
+	// also bounds the wait for the service after each heal (healthy).
+	probeWithin = 30 * time.Second
+	readyWithin = 60 * time.Second
 )
 
 // ErrInterrupted is returned, with the report of what was recorded, when
@@ -79,7 +84,11 @@ type run struct {
 	cluster  *clusters.Cluster
 	faults   []nemesis.Fault
 	services []string
-	clients  []string
+	// served are the lock service's nodes as they were started, whose
+	// probes the service passed at bring-up and passes again after each
+	// heal.
+	served  []backends.Service
+	clients []string
 
 	status  *status
 	histErr atomic.Pointer[error]
@@ -238,6 +247,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		return fmt.Errorf("results directory: %w", err)
 	}
 	services := r.fitForFaults(r.layout.Services)
+	r.served = services
 	var store []backends.Service
 	if r.cfg.Store == config.DefaultStore {
 		store = []backends.Service{{
@@ -260,7 +270,7 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 	r.phase("containers up")
 	// The store answers its probe before it knows the epoch (its reads
 	// and writes wait for it), so it is probed beside the service.
-	if err := r.probe(ctx, slices.Concat(services, store)); err != nil {
+	if err := r.probe(ctx, slices.Concat(services, store), probeWithin); err != nil {
 		return err
 	}
 	r.phase("service up")
@@ -273,13 +283,11 @@ func (r *run) up(ctx context.Context, test *rundir.Test) error {
 		defer recovered("versions", func(error) { versions <- nil })
 		versions <- r.askVersions(ctx, services, test.Versions)
 	}()
-	if r.layout.Ready != nil {
-		out, err := r.cluster.WaitReady(ctx, services[0].Node.Name, 60*time.Second, r.layout.Ready...)
-		if err != nil {
-			return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
-		}
-		test.Health = strings.TrimSpace(out)
+	out, err := r.ready(ctx, readyWithin)
+	if err != nil {
+		return fmt.Errorf("%s not healthy: %w", r.cfg.Backend, err)
 	}
+	test.Health = strings.TrimSpace(out)
 	r.phase("service healthy")
 	// Time 0 of the history is here, when the lock service is up and the
 	// workload is about to start, so that times read as the run's own.
@@ -317,7 +325,7 @@ func (r *run) start(ctx context.Context, services []backends.Service) error {
 	if err := r.launch(ctx, services); err != nil {
 		return err
 	}
-	return r.probe(ctx, services)
+	return r.probe(ctx, services, probeWithin)
 }
 
 // launch starts nodes without waiting for anything. The nodes of services
@@ -335,8 +343,8 @@ func (r *run) launch(ctx context.Context, services []backends.Service) error {
 }
 
 // probe waits until each of services that has a probe passes it, all of
-// them side by side.
-func (r *run) probe(ctx context.Context, services []backends.Service) error {
+// them side by side, each for at most within.
+func (r *run) probe(ctx context.Context, services []backends.Service, within time.Duration) error {
 	errs := make([]error, len(services))
 	var wg sync.WaitGroup
 	for i, s := range services {
@@ -344,11 +352,48 @@ func (r *run) probe(ctx context.Context, services []backends.Service) error {
 			continue
 		}
 		wg.Go(func() {
-			_, errs[i] = r.cluster.WaitReady(ctx, s.Node.Name, 30*time.Second, s.Probe...)
+			_, errs[i] = r.cluster.WaitReady(ctx, s.Node.Name, within, s.Probe...)
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// ready waits, for at most within, until the layout's check of the whole
+// service passes in its first node, and returns what the check said; ""
+// for a service without one.
+func (r *run) ready(ctx context.Context, within time.Duration) (string, error) {
+	if r.layout.Ready == nil {
+		return "", nil
+	}
+	return r.cluster.WaitReady(ctx, r.served[0].Node.Name, within, r.layout.Ready...)
+}
+
+// healthy waits, after a heal, until the service passes the checks it
+// passed at bring-up: every node's probe, then the layout's Ready, each
+// polled inside the nodes, within readyWithin in all. The nemesis records
+// what it says. The nodes are probed one after the other, unlike at
+// bring-up: the service is back only once all pass, so this costs little
+// time, and one polling loop at a time (each starts a shell every 20 ms)
+// leaves more of the CPU to the servers starting again.
+func (r *run) healthy(ctx context.Context) error {
+	deadline := time.Now().Add(readyWithin)
+	// Each check gets what the ones before it left of the bound, and one
+	// last try at least.
+	left := func() time.Duration { return max(time.Until(deadline), time.Second) }
+	var err error
+	for _, s := range r.served {
+		if s.Probe != nil && err == nil {
+			_, err = r.cluster.WaitReady(ctx, s.Node.Name, left(), s.Probe...)
+		}
+	}
+	if err == nil {
+		_, err = r.ready(ctx, left())
+	}
+	if err != nil {
+		return fmt.Errorf("%s not healthy again: %w", r.cfg.Backend, err)
+	}
+	return nil
 }
 
 // workload runs the clients and the nemesis for the time limit, then stops
@@ -401,7 +446,7 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 	nemDone := make(chan error, 1)
 	go func() {
 		defer recovered("nemesis", func(err error) { nemDone <- err })
-		sched := nemesis.Schedule{Interval: r.cfg.NemesisInterval.D(), Duration: r.cfg.FaultDuration.D()}
+		sched := nemesis.Schedule{Interval: r.cfg.NemesisInterval.D(), Duration: r.cfg.FaultDuration.D(), Healthy: r.healthy}
 		nemDone <- nemesis.Run(limit, sched, r.faults, rand.New(rand.NewPCG(uint64(r.cfg.Seed), 1)), r.nemesisEvent)
 	}()
 
@@ -493,6 +538,10 @@ func (r *run) nemesisEvent(e history.Event) {
 		r.status.say("  %s: %s %s %s", history.Seconds(e.Time), e.Fault, e.Shape, strings.Join(e.Targets, " | "))
 	case e.F == history.Start && e.Type == history.Fail && strings.HasPrefix(e.Error, "skipped"):
 		r.status.say("  fault %s %s", e.Fault, e.Error)
+	case e.F == history.Healthy && e.Type == history.Info:
+		r.status.say("  %s: healthy again after %s", history.Seconds(e.Time), e.Fault)
+	case e.F == history.Healthy:
+		r.status.say("  %s: not healthy again after %s: %s", history.Seconds(e.Time), e.Fault, e.Error)
 	}
 }
 
@@ -565,6 +614,8 @@ func (r *run) teardown() error {
 		fmt.Fprintf(r.opts.Out, "cluster of run %s removed despite --leave-running: a fault could not be healed\n", r.cluster.RunID())
 		errs = append(errs, r.cluster.Down(ctx))
 	case r.opts.LeaveRunning:
+		// The harness is done with it: what stays is no longer a live run.
+		errs = append(errs, r.cluster.Release(ctx))
 		fmt.Fprintf(r.opts.Out, "cluster of run %s left running (%s), faults healed; remove it with: lockbench clean --run %s\n",
 			r.cluster.RunID(), strings.Join(r.services, ", "), r.cluster.RunID())
 	default:

@@ -83,6 +83,9 @@ func Check(dir string, o Options) (*rundir.Results, error) {
 	case logErr != nil:
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.StoreFile), logErr)
 	}
+	if err := checkers.ValidateWorkload(test.Config.Workload, events); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
+	}
 	if test.End == nil {
 		var note string
 		events, log, note = cut(events, log)

@@ -76,7 +76,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       verdict.Version(),
 	}
-	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newVersionCmd(), newExportCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
+	root.AddCommand(newRunCmd(), newMatrixCmd(), newCheckCmd(), newImportCmd(), newCompareCmd(), newVersionCmd(), newExportCmd(), newComposeCmd(), newCleanCmd(), newImagesCmd(), newServeCmd(),
 		newWorkerCmd(), newStoreCmd(), newHealthCmd(), newEtcdCmd(), newEtcdHealthCmd(), newEtcdLogCmd(), newRawLockCmd(), newClockOffsetCmd(), newPowerFSCmd(), newPowerCmd(), newLinkCmd())
 	return root
 }

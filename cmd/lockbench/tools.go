@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -26,11 +27,25 @@ func newVersionCmd() *cobra.Command {
 }
 
 func newCleanCmd() *cobra.Command {
-	var runID string
+	var opts runner.CleanOptions
 	cmd := &cobra.Command{
 		Use:   "clean",
-		Short: "Remove the containers and networks that earlier runs left behind",
-		Args:  cobra.NoArgs,
+		Short: "Remove the containers and networks of runs that are not live (left by killed runs, --leave-running)",
+		Long: `Remove the containers and networks that runs left behind, first saving into
+its results directory the store log of a run whose harness died.
+
+A run is live while the lockbench that started it runs: it holds the standard
+input of the run's liveness container, which ends when that process ends,
+however it ends (with --controller engine, the controller container is the
+record). A live run, and every container and network it labelled, is left
+alone unless --include-live is given, and --run ID of a live run without it is
+refused (exit 254); a run of an older lockbench, which has no such record, is
+not live. The store log of a live run is never copied.`,
+		Example: `  # what would go, without removing or saving anything
+  lockbench clean --dry-run
+  # remove one run, even while its harness still runs (that run then fails)
+  lockbench clean --run 3f2a9c1e --include-live`,
+		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			ctx := context.Background()
 			eng, err := clusters.Connect(ctx)
@@ -38,23 +53,35 @@ func newCleanCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			defer eng.Close()
-			removed, saved, err := runner.Clean(ctx, eng, runID)
-			for _, s := range saved {
-				fmt.Printf("saved %s\n", s)
+			done, err := runner.Clean(ctx, eng, opts)
+			saved, removed := "saved", "removed"
+			if opts.DryRun {
+				saved, removed = "would save", "would remove"
 			}
-			for _, l := range removed {
-				fmt.Printf("removed %s %s (run %s)\n", l.Kind, l.Name, l.RunID)
+			for _, s := range done.Saved {
+				fmt.Printf("%s %s\n", saved, s)
 			}
-			if err != nil {
+			for _, l := range done.Removed {
+				fmt.Printf("%s %s %s (run %s)\n", removed, l.Kind, l.Name, l.RunID)
+			}
+			for _, r := range done.Kept {
+				fmt.Printf("kept run %s: live, %s (--include-live removes it)\n", r.ID, r.Why)
+			}
+			switch {
+			case errors.Is(err, runner.ErrLive):
+				return fail(exitUsage, err)
+			case err != nil:
 				return fail(exitHarness, err)
 			}
-			if len(removed) == 0 {
+			if len(done.Removed) == 0 {
 				fmt.Println("nothing to remove")
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&runID, "run", "", "remove only what this run id left (default: every run)")
+	cmd.Flags().StringVar(&opts.RunID, "run", "", "remove only what this run id left (default: every run that is not live)")
+	cmd.Flags().BoolVar(&opts.IncludeLive, "include-live", false, "remove live runs too (needed for --run of a live run); their harness then fails")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "list what would be removed and saved, and remove and save nothing")
 	return cmd
 }
 
