@@ -117,8 +117,12 @@ func TestPowerLoss(t *testing.T) {
 		// chance too). Either way the last seed's run is judged.
 		seeds []string
 	}{
-		{"redis-everysec", []string{"--backend", "redis", "--redis-persistence", "everysec", "--nemesis", "power-loss", "--fence", "all", "--seed", "2"},
-			false, true, true, []string{"redis"}, false, nil},
+		// Whether a cut forgets a grant whose lease is still valid is
+		// chance: CI once saw seed 2's three cuts each fall after the
+		// forgotten holder's 500 ms lease had run out (duplicate tokens,
+		// no two holders), so the next seeds are tried.
+		{"redis-everysec", []string{"--backend", "redis", "--redis-persistence", "everysec", "--nemesis", "power-loss", "--fence", "all"},
+			false, true, true, []string{"redis"}, false, []string{"2", "3", "4", "5"}},
 		{"redis-always", []string{"--backend", "redis", "--redis-persistence", "always", "--nemesis", "power-loss", "--fence", "all"},
 			true, true, false, []string{"redis"}, true, nil},
 		{"redis-everysec-kill", []string{"--backend", "redis", "--redis-persistence", "everysec", "--nemesis", "kill", "--fence", "all"},
