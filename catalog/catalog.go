@@ -49,22 +49,22 @@ type Catalog struct {
 var migrations = []string{
 	`CREATE TABLE catalog (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 	CREATE TABLE runs (
-		run_id TEXT NOT NULL, start TEXT NOT NULL, seed INTEGER NOT NULL,
+		run_id TEXT NOT NULL, start TEXT NOT NULL, seed BIGINT NOT NULL,
 		name TEXT NOT NULL, dir TEXT NOT NULL,
 		backend TEXT NOT NULL, workload TEXT NOT NULL, nemesis TEXT NOT NULL, fence TEXT NOT NULL,
-		store TEXT NOT NULL, variant TEXT NOT NULL, ttl TEXT NOT NULL, concurrency INTEGER NOT NULL,
+		store TEXT NOT NULL, variant TEXT NOT NULL, ttl TEXT NOT NULL, concurrency BIGINT NOT NULL,
 		rtt TEXT NOT NULL, work TEXT NOT NULL, pause_target TEXT NOT NULL,
-		config TEXT NOT NULL, versions TEXT NOT NULL, engine TEXT NOT NULL,
+		config TEXT NOT NULL, versions TEXT NOT NULL, host TEXT NOT NULL,
 		PRIMARY KEY (run_id, start, seed));
 	CREATE TABLE judgments (
-		run_id TEXT NOT NULL, start TEXT NOT NULL, seed INTEGER NOT NULL, revision TEXT NOT NULL,
+		run_id TEXT NOT NULL, start TEXT NOT NULL, seed BIGINT NOT NULL, revision TEXT NOT NULL,
 		checked TEXT NOT NULL, verdict TEXT NOT NULL, evidence TEXT NOT NULL,
 		checkers TEXT NOT NULL, metrics TEXT NOT NULL,
 		PRIMARY KEY (run_id, start, seed, revision),
 		FOREIGN KEY (run_id, start, seed) REFERENCES runs (run_id, start, seed));
 	CREATE TABLE faults (
-		run_id TEXT NOT NULL, start TEXT NOT NULL, seed INTEGER NOT NULL, n INTEGER NOT NULL,
-		fault TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, healthy_ns INTEGER NOT NULL,
+		run_id TEXT NOT NULL, start TEXT NOT NULL, seed BIGINT NOT NULL, n BIGINT NOT NULL,
+		fault TEXT NOT NULL, start_ns BIGINT NOT NULL, end_ns BIGINT NOT NULL, healthy_ns BIGINT NOT NULL,
 		targets TEXT NOT NULL,
 		PRIMARY KEY (run_id, start, seed, n),
 		FOREIGN KEY (run_id, start, seed) REFERENCES runs (run_id, start, seed));
@@ -222,12 +222,12 @@ func (c *Catalog) Record(e Entry) error {
 		q    string
 		args []any
 	}{
-		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, engine)
+		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, host)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, start, seed) DO UPDATE SET dir = excluded.dir`,
 			[]any{e.Test.RunID, start, cfg.Seed, e.Test.Name, e.Dir, cfg.Backend, cfg.Workload, strings.Join(cfg.Nemesis, "+"), string(cfg.Fence),
 				cfg.Store, cfg.Variant, cfg.TTL.D().String(), cfg.Concurrency, cfg.RTT.D().String(), cfg.Work, cfg.PauseTarget,
-				js(cfg), js(e.Test.Versions), e.Test.Versions["docker-engine"]}},
+				js(cfg), js(e.Test.Versions), hostClass(e.Test)}},
 		{`INSERT INTO judgments (run_id, start, seed, revision, checked, verdict, evidence, checkers, metrics)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, start, seed, revision) DO UPDATE SET checked = excluded.checked, verdict = excluded.verdict,
@@ -251,6 +251,15 @@ func (c *Catalog) Record(e Entry) error {
 		return fmt.Errorf("catalog %s: record %s: %w", c.path, e.Dir, err)
 	}
 	return nil
+}
+
+// hostClass is the run's host class as the catalog keys it: "" for a run
+// recorded without one, whose latencies compare with no other's.
+func hostClass(t rundir.Test) string {
+	if t.HostClass == nil {
+		return ""
+	}
+	return t.HostClass.String()
 }
 
 // summary is what the catalog keeps of one checker's result: its verdict,

@@ -29,6 +29,10 @@ const Label = "lockbench"
 type Engine struct {
 	*client.Client
 	Version string
+	// Cores and StorageDriver are the engine host's, as it reports them:
+	// with Version, the host class that makes latencies comparable.
+	Cores         int
+	StorageDriver string
 }
 
 // Connect reaches the engine named by DOCKER_HOST (or the local socket). The
@@ -56,7 +60,12 @@ func Connect(ctx context.Context) (*Engine, error) {
 		cli.Close()
 		return nil, fmt.Errorf("docker engine not reachable at %s: %w", cmp.Or(os.Getenv("DOCKER_HOST"), cli.DaemonHost()), err)
 	}
-	return &Engine{Client: cli, Version: v.Version}, nil
+	info, err := cli.Info(ctx)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker engine at %s: info: %w", cmp.Or(os.Getenv("DOCKER_HOST"), cli.DaemonHost()), err)
+	}
+	return &Engine{Client: cli, Version: v.Version, Cores: info.NCPU, StorageDriver: info.Driver}, nil
 }
 
 // Leftover is a container or network labelled by some run.

@@ -58,11 +58,27 @@ type Test struct {
 	Versions map[string]string `json:"versions"`
 	// Health is what the service's health check said before the workload.
 	Health string `json:"health,omitempty"`
+	// HostClass is the engine host's, whose cores and storage bound the
+	// service's latency; absent in runs recorded before it was.
+	HostClass *HostClass `json:"host_class,omitempty"`
 	// Controller is where the harness ran, whose clock stamped the history.
 	Controller Controller `json:"controller"`
 	// End is set once the clients have stopped and their events are all
 	// recorded; a run without it was cut short (the harness was killed).
 	End *time.Time `json:"end,omitempty"`
+}
+
+// HostClass is what makes two runs' latencies comparable: the engine
+// host's cores, the engine's version and its storage driver.
+type HostClass struct {
+	Cores         int    `json:"cores"`
+	Engine        string `json:"engine"`
+	StorageDriver string `json:"storage_driver"`
+}
+
+// String is the class as the catalog keys it.
+func (h HostClass) String() string {
+	return fmt.Sprintf("%d cores, engine %s, %s", h.Cores, h.Engine, h.StorageDriver)
 }
 
 // Controller is where a run's harness ran. History times are read from

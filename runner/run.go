@@ -139,7 +139,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		ctl.Host = "unknown"
 	}
 	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image, Controller: ctl,
-		Images: others, Versions: map[string]string{"lockbench": verdict.Version(), "go": runtime.Version(), "docker-engine": eng.Version}}
+		Images: others, Versions: map[string]string{"lockbench": verdict.Version(), "go": runtime.Version(), "docker-engine": eng.Version},
+		HostClass: &rundir.HostClass{Cores: eng.Cores, Engine: eng.Version, StorageDriver: eng.StorageDriver}}
 	dir := rundir.Path(opts.Results, test.Name, test.Start)
 	if err := os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
