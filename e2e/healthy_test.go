@@ -21,11 +21,12 @@ const zkDownSeed = "29"
 
 // A majority of the ensemble killed and restarted at once leaves the whole
 // service down for longer than 3 TTLs after its heal begins: the JVMs start
-// and elect a leader. The nemesis waits for the ensemble to pass its
+// and elect a leader, which takes 2 s or more even on an idle machine, and
+// the TTL is short enough (3 TTLs = 1.5 s) that it does. The nemesis waits for the ensemble to pass its
 // bring-up checks again and records healthy after each heal, and the
 // progress checker does not read the outage as a lock no one would let go.
 func TestZooKeeperDownPastItsHeal(t *testing.T) {
-	const ttl = time.Second
+	const ttl = 500 * time.Millisecond
 	r := lockbench(t, nil, "run", "--backend", "zookeeper", "--ttl", ttl.String(), "--nemesis", "kill", "--target", "majority",
 		"--restart-delay", "0", "--nemesis-interval", "2s", "--time-limit", "20s", "--seed", zkDownSeed)
 	defer assertNothingLeft(t, r.runID)
@@ -69,6 +70,7 @@ func TestZooKeeperDownPastItsHeal(t *testing.T) {
 	if len(heals) == 0 || !heals[0].healthy {
 		t.Fatalf("no fault was healed and the service seen healthy after it: %+v", heals)
 	}
+	shown := 0
 	for _, h := range heals {
 		if !h.healthy {
 			t.Logf("the run ended %s after the last heal, before the service answered", seconds(h.ready-h.done))
@@ -86,8 +88,10 @@ func TestZooKeeperDownPastItsHeal(t *testing.T) {
 				after = after || e.Time > h.ready
 			}
 		}
-		if first >= 0 && first-h.begun <= 3*int64(ttl) {
-			t.Fatalf("a lock was granted %s after the heal began: the service was not down for 3 TTLs, so this run does not show the case", seconds(first-h.begun))
+		if first < 0 || first-h.begun > 3*int64(ttl) {
+			shown++
+		} else {
+			t.Logf("a lock was granted %s after the heal at %s began: the service was not down for 3 TTLs there", seconds(first-h.begun), history.Seconds(h.begun))
 		}
 		if !after {
 			t.Errorf("no acquire succeeded after the service was said healthy at %s", history.Seconds(h.ready))
@@ -105,6 +109,9 @@ func TestZooKeeperDownPastItsHeal(t *testing.T) {
 		}
 		t.Logf("heal began at %s, done at %s; healthy %s later; first grant after it %s after the heal began",
 			history.Seconds(h.begun), history.Seconds(h.done), seconds(h.ready-h.done), seconds(first-h.begun))
+	}
+	if shown == 0 {
+		t.Fatalf("after no heal was the service down for 3 TTLs (%s): this run does not show the case", seconds(3*int64(ttl)))
 	}
 	page, err := os.ReadFile(filepath.Join(r.dir, rundir.HTMLFile))
 	if err != nil {
