@@ -26,7 +26,7 @@ import (
 type catalogFlag struct{ path string }
 
 func (c *catalogFlag) add(f *pflag.FlagSet) {
-	f.StringVar(&c.path, "catalog", "", "the results catalog, an SQLite file (default $"+catalog.EnvVar+", else "+catalog.File+" in the results root)")
+	f.StringVar(&c.path, "catalog", "", "the results catalog, an SQLite file (default $"+catalog.EnvVar+", else "+catalog.File+" in the results root; "+noCatalog+": record nowhere)")
 }
 
 // at is the catalog's path for a results root; "" when root is "" and

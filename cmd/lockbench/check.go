@@ -14,6 +14,7 @@ func newCheckCmd() *cobra.Command {
 	var (
 		checkTO time.Duration
 		out     output
+		cat     catalogFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "check DIR",
@@ -28,6 +29,13 @@ func newCheckCmd() *cobra.Command {
 			if checkTO <= 0 {
 				return fail(exitUsage, fmt.Errorf("--check-timeout must be positive, got %s", checkTO))
 			}
+			// The run is recorded in its results root's catalog, if it
+			// sits under one; --catalog names another.
+			rec, err := cat.recorder(resultsRootOf(args[0]))
+			if err != nil {
+				return err
+			}
+			defer rec.close()
 			rep, err := verdict.Check(args[0], verdict.Options{LinearTimeout: checkTO, Lease: backends.LeaseOf})
 			switch {
 			case verdict.IsBadInput(err):
@@ -36,6 +44,9 @@ func newCheckCmd() *cobra.Command {
 				return fail(exitHarness, err)
 			}
 			rep.Print(out.human())
+			if err := rec.record(rep.Dir); err != nil {
+				return err
+			}
 			if err := out.emit(newRunJSON(rep)); err != nil {
 				return err
 			}
@@ -44,5 +55,6 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&checkTO, "check-timeout", time.Minute, "bound on the linearizability search")
 	out.add(cmd.Flags())
+	cat.add(cmd.Flags())
 	return cmd
 }

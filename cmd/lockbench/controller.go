@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -79,7 +80,10 @@ type fileFlags struct {
 // back to the same paths here. Inside, every path is the absolute local
 // one, so that what the command prints and stores names the files where
 // they end up.
-func runOnEngine(ctx context.Context, cmd *cobra.Command, opts runner.Options, files fileFlags) error {
+//
+// The catalog is not the controller's to write: rec, the caller's, records
+// the runs that came back, here.
+func runOnEngine(ctx context.Context, cmd *cobra.Command, opts runner.Options, files fileFlags, rec *recorder) error {
 	results, err := filepath.Abs(opts.Results)
 	if err != nil {
 		return fail(exitUsage, fmt.Errorf("--results: %w", err))
@@ -93,7 +97,7 @@ func runOnEngine(ctx context.Context, cmd *cobra.Command, opts runner.Options, f
 			v = strings.Join(sv.GetSlice(), ",")
 		}
 		switch {
-		case f.Name == "controller" || f.Name == "results":
+		case f.Name == "controller" || f.Name == "results" || f.Name == "catalog":
 			return
 		case slices.Contains(files.inputs, f.Name), slices.Contains(files.outputs, f.Name):
 			abs, err := filepath.Abs(v)
@@ -130,7 +134,12 @@ func runOnEngine(ctx context.Context, cmd *cobra.Command, opts runner.Options, f
 	}
 	spec.Env = []string{controllerEnv + "=" + engine}
 	spec.Stdout, spec.Stderr, spec.Say = os.Stdout, os.Stderr, opts.Out
+	before := seen(results)
 	code, err := eng.RunController(ctx, spec)
+	// What came back was judged inside, however the command ended.
+	if rerr := rec.recordNew(results, before); rerr != nil {
+		return errors.Join(rerr, err)
+	}
 	switch {
 	case err != nil:
 		return fail(exitHarness, err)

@@ -166,10 +166,15 @@ func newMatrixCmd() *cobra.Command {
 				}
 				return out.emit(pl)
 			}
+			rec, err := t.cat.recorder(opts.Results)
+			if err != nil {
+				return err
+			}
+			defer rec.close()
 			ctx, release := interruptible()
 			defer release()
 			if remote {
-				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"expectations"}, outputs: []string{"junit"}})
+				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"expectations"}, outputs: []string{"junit"}}, rec)
 			}
 			if parallel > 1 {
 				// Built once here, not by the first runs at once.
@@ -185,7 +190,7 @@ func newMatrixCmd() *cobra.Command {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return fail(exitHarness, fmt.Errorf("matrix directory: %w", err))
 			}
-			results := matrix.Run(ctx, plan, runs, parallel, base, opts, exp, runner.Run, opts.Out)
+			results := matrix.Run(ctx, plan, runs, parallel, base, opts, exp, rec.recording(runner.Run), opts.Out)
 			sum := matrix.Summary{Started: began.UTC(), Seconds: time.Since(began).Seconds(), Runs: runs,
 				Cells: results, Skipped: skipped, Exit: matrix.Exit(results), Interrupted: ctx.Err() != nil,
 				Grid: matrix.GridDigest(cells, skipped, runs, base), Expectations: exp.Digest(), Lockbench: verdict.Version()}
@@ -215,6 +220,7 @@ func newMatrixCmd() *cobra.Command {
 	pf.StringVar(&junit, "junit", "", "also write JUnit XML to this file")
 	out.add(pf)
 	f := cmd.Flags()
+	t.cat.add(f)
 	f.StringSliceVar(&axes.Backends, "backends", backends.Names(), "backends to compare")
 	f.StringSliceVar(&axes.Workloads, "workloads", []string{"counter"}, "workloads")
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell; faults joined by "+config.Combine+" (pause"+config.Combine+"partition) are one cell running them all")

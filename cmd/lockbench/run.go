@@ -36,6 +36,7 @@ type testFlags struct {
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay, pgIdle, linkDelay, rtt                        time.Duration
 	ctl                                                         controllerFlag
+	cat                                                         catalogFlag
 }
 
 func (t *testFlags) add(f *pflag.FlagSet) {
@@ -219,10 +220,15 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rec, err := t.cat.recorder(opts.Results)
+			if err != nil {
+				return err
+			}
+			defer rec.close()
 			ctx, release := interruptible()
 			defer release()
 			if remote {
-				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"replay"}})
+				return runOnEngine(ctx, cmd, opts, fileFlags{inputs: []string{"replay"}}, rec)
 			}
 			var reps []*rundir.Results
 			for i := range count {
@@ -238,6 +244,12 @@ func newRunCmd() *cobra.Command {
 				if rep != nil {
 					rep.Print(opts.Out)
 					reps = append(reps, rep)
+					// A judged run is recorded even when the harness
+					// failed after its judgment.
+					if rerr := rec.record(rep.Dir); rerr != nil {
+						summarize(opts.Out, reps, count)
+						return errors.Join(printSeries(&out, reps, count), rerr)
+					}
 				}
 				switch {
 				case errors.Is(err, config.ErrUsage):
@@ -270,6 +282,7 @@ func newRunCmd() *cobra.Command {
 	out.add(f)
 	t.add(f)
 	t.addResults(f)
+	t.cat.add(f)
 	completeFlags(cmd)
 	if err := cmd.RegisterFlagCompletionFunc("replay", completeRunDirs); err != nil {
 		panic(err)
