@@ -76,11 +76,22 @@ func (c Progress) Check(in Input) Result {
 		// failing open writes without the lock (unlocked sections, which
 		// the data checkers judge).
 		r.Counts["acquires_unknown"], r.Counts["sections_unlocked"] = unreachable, unlocked
-		r.Counts["unavailable_ns"] = Unavailability(in)
+		r.Counts["unreachable_ns"] = Unreachable(in)
 		if unreachable > 0 {
 			r.Summary += fmt.Sprintf("; %s got no answer from the lock service (clients could not reach it for %s), %s then ran without the lock",
-				plural(unreachable, "acquire"), seconds(r.Counts["unavailable_ns"]), plural(unlocked, "section"))
+				plural(unreachable, "acquire"), seconds(r.Counts["unreachable_ns"]), plural(unlocked, "section"))
 		}
+	}
+	// The unavailability after the faults is the one definition that
+	// comparisons of runs count too (metrics measures the same samples).
+	if faults := FaultUnavailability(in.History); len(faults) > 0 {
+		var sum int64
+		for _, ns := range faults {
+			sum += ns
+		}
+		r.Counts["unavailable_ns"] = sum
+		r.Summary += fmt.Sprintf("; the lock unavailable for %s after %s (clients waiting, none holding, from each fault to the first grant after it recovered)",
+			seconds(sum), plural(int64(len(faults)), "fault"))
 	}
 	if st.judged {
 		r.Counts["longest_stall_ns"] = st.longest.to - st.longest.from
@@ -356,13 +367,14 @@ func unansweredAcquires(in Input) map[int32]bool {
 	return out
 }
 
-// Unavailability is the time, in ns, during which some client could not
+// Unreachable is the time, in ns, during which some client could not
 // reach the lock service: from the invocation of an acquire the service
 // gave no answer to until its client next asked (or its record ended),
-// the spans of all clients merged. It is the one definition of
-// unavailability: the progress checker reports it, and comparisons of
-// runs count the same.
-func Unavailability(in Input) int64 {
+// the spans of all clients merged. It is not the unavailability after a
+// fault (FaultUnavailability): on etcd and ZooKeeper an acquire during an
+// outage fails rather than going unanswered, and a client waiting behind
+// a holder the fault silenced reaches the service all along.
+func Unreachable(in Input) int64 {
 	unanswered := unansweredAcquires(in)
 	if len(unanswered) == 0 {
 		return 0

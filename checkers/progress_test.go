@@ -180,7 +180,10 @@ func TestFailOpenCosts(t *testing.T) {
 	r := progress().Check(Input{History: h, Lease: Lease{TTL: 1e9}})
 	// c1 could not reach the service from its acquire at 1 until its
 	// record ends at 6, c2 from 3 to 4: 5 ns in all.
-	wantCounts(t, r, map[string]int64{"acquires_unknown": 2, "sections_unlocked": 1, "unavailable_ns": 5})
+	wantCounts(t, r, map[string]int64{"acquires_unknown": 2, "sections_unlocked": 1, "unreachable_ns": 5})
+	if _, ok := r.Counts["unavailable_ns"]; ok {
+		t.Errorf("unavailable_ns %d in a history with no fault", r.Counts["unavailable_ns"])
+	}
 	if !strings.Contains(r.Summary, "2 acquires got no answer from the lock service (clients could not reach it for 0.0 s), 1 section then ran without the lock") {
 		t.Errorf("summary %q does not tell both costs", r.Summary)
 	}
@@ -212,11 +215,14 @@ func TestServiceDownGolden(t *testing.T) {
 		healthyFailed bool
 		want          Verdict
 		longest       int64
+		unreachable   int64
 		unavailable   int64
 	}{
-		{name: "down-info", want: Valid, longest: 0, unavailable: 6761e6 - 2010e6},
+		{name: "down-info", want: Valid, longest: 0, unreachable: 6761e6 - 2010e6},
 		{name: "down-fail", want: Invalid, longest: 6602e6 - 2332e6},
-		{name: "down-healthy", want: Valid, longest: 0},
+		// c1 waits from 2.010 s and c2 holds until its release at
+		// 2.018 s; no one is granted the lock until 6.602 s.
+		{name: "down-healthy", want: Valid, longest: 0, unavailable: 6602e6 - 2018e6},
 		{name: "down-healthy-early", want: Invalid, longest: 6602e6 - 2950e6},
 		{name: "down-healthy-early", healthyFailed: true, want: Valid, longest: 0},
 	} {
@@ -246,7 +252,14 @@ func TestServiceDownGolden(t *testing.T) {
 			} else if got := p.Counts["longest_stall_ns"]; got >= 1e9 {
 				t.Errorf("longest stall %d ns, want under a TTL", got)
 			}
-			wantCounts(t, p, map[string]int64{"unavailable_ns": c.unavailable})
+			wantCounts(t, p, map[string]int64{"unreachable_ns": c.unreachable})
+			var sum int64
+			for _, ns := range FaultUnavailability(in.History) {
+				sum += ns
+			}
+			if got := p.Counts["unavailable_ns"]; got != sum || c.unavailable != 0 && got != c.unavailable {
+				t.Errorf("unavailable_ns %d, want the faults' unavailability %d (by hand %d)", got, sum, c.unavailable)
+			}
 			if c.want == Invalid {
 				a := anomaly(t, p, "deadlock")
 				wantSame(t, "waiting clients", a.Clients, []string{"c1", "c2"})

@@ -40,6 +40,7 @@ var countMeanings = map[string]string{
 	"stale_beliefs":               "holders that believed they held the lock past their lease",
 	"stale_writes":                "writes attempted inside stale windows",
 	"faults":                      "faults the nemesis injected",
-	"unavailable_ns":              "time some client could not reach the lock service: from an acquire it never answered until that client asked again",
+	"unreachable_ns":              "time some client could not reach the lock service: from an acquire it never answered until that client asked again",
+	"unavailable_ns":              "time after the faults with clients waiting and none holding: from each fault's start to the first grant after the service recovered",
 	"faults_effective":            "faults that reached a holder: froze or cut off a client holding the lock, or opened a window",
 }
