@@ -41,7 +41,7 @@ func count(t *testing.T, c *Catalog, table string) int {
 }
 
 // judgedRun stores a generated clean run, judged as lockbench check judges.
-func judgedRun(t *testing.T, dir string, spec simulate.Spec) {
+func judgedRun(t testing.TB, dir string, spec simulate.Spec) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

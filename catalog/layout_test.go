@@ -16,7 +16,7 @@ import (
 )
 
 // rewriteTest edits the test.json of the run in dir as a map.
-func rewriteTest(t *testing.T, dir string, edit func(test, cfg map[string]any)) {
+func rewriteTest(t testing.TB, dir string, edit func(test, cfg map[string]any)) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, rundir.TestFile))
 	if err != nil {
