@@ -120,6 +120,9 @@ func printChanges(w io.Writer, format, baseline string, by []string, d *catalog.
 	if d == nil || (format != "table" && format != "md") {
 		return nil
 	}
+	if len(by) == 0 {
+		by = catalog.DefaultBy
+	}
 	key := func(k map[string]string) string {
 		var parts []string
 		for _, b := range by {
