@@ -29,7 +29,7 @@ type Query struct {
 	Since time.Time
 	By    []string
 	// Revision, when set, takes each run's judgment by that revision of
-	// lockbench (see RevisionMatches) instead of its latest.
+	// lockbench (see revisionFilter) instead of its latest.
 	Revision string
 }
 
