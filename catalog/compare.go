@@ -28,7 +28,15 @@ type Query struct {
 	Where map[string]string
 	Since time.Time
 	By    []string
+	// Revision, when set, takes each run's judgment by that revision of
+	// lockbench (see revisionFilter) instead of its latest.
+	Revision string
 }
+
+// HostKey groups runs by their host class, which only latencies need:
+// it is a column of the runs table, not a test.json name, so it is not
+// one of Keys.
+const HostKey = "host"
 
 // Quantiles are a histogram's percentiles, in ms; nil where it is empty.
 type Quantiles struct {
@@ -94,15 +102,18 @@ func (c *Catalog) Compare(q Query) ([]Group, error) {
 		by = DefaultBy
 	}
 	for _, k := range append(slices.Clone(by), mapKeys(q.Where)...) {
-		if !slices.Contains(Keys, k) {
+		if !slices.Contains(Keys, k) && k != HostKey {
 			return nil, fmt.Errorf("unknown key %q: the keys are %s", k, strings.Join(Keys, ", "))
 		}
 	}
 	cols := strings.Join(by, ", r.")
 	sqlq := `SELECT r.` + cols + `, r.dir, j.verdict, j.checkers, j.metrics FROM runs r JOIN judgments j USING (run_id, start, seed)
 		WHERE j.revision = (SELECT k.revision FROM judgments k WHERE k.run_id = r.run_id AND k.start = r.start AND k.seed = r.seed
-			ORDER BY k.checked DESC, k.revision DESC LIMIT 1)`
+			` + revisionFilter(q.Revision) + ` ORDER BY k.checked DESC, k.revision DESC LIMIT 1)`
 	var args []any
+	if q.Revision != "" {
+		args = append(args, revisionArgs(q.Revision)...)
+	}
 	for _, k := range mapKeys(q.Where) {
 		sqlq += ` AND CAST(r.` + k + ` AS TEXT) = ?`
 		args = append(args, q.Where[k])

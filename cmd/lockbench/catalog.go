@@ -98,6 +98,7 @@ func newCompareCmd() *cobra.Command {
 		format string
 		asJSON bool
 		out    string
+		base   baselineFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "compare",
@@ -116,6 +117,9 @@ func newCompareCmd() *cobra.Command {
 			}
 			if !slices.Contains(formats, format) {
 				return fail(exitUsage, fmt.Errorf("--format %q: one of %s", format, strings.Join(formats, ", ")))
+			}
+			if err := base.check(); err != nil {
+				return err
 			}
 			q := catalog.Query{Where: map[string]string{}, By: by}
 			for _, w := range where {
@@ -148,6 +152,10 @@ func newCompareCmd() *cobra.Command {
 			if len(gs) == 0 {
 				return fail(exitUsage, fmt.Errorf("no runs match %s in %s", describe(q), path))
 			}
+			diff, err := base.diff(c, path, q)
+			if err != nil {
+				return err
+			}
 			w := io.Writer(os.Stdout)
 			if out != "" {
 				f, err := os.Create(out)
@@ -157,10 +165,13 @@ func newCompareCmd() *cobra.Command {
 				defer f.Close()
 				w = f
 			}
-			if err := printGroups(w, format, q, gs); err != nil {
+			if err := printGroups(w, format, q, gs, diff); err != nil {
 				return err
 			}
-			return nil
+			if err := printChanges(w, format, base.name(), q.By, diff); err != nil {
+				return err
+			}
+			return base.exit(diff)
 		},
 	}
 	f := cmd.Flags()
@@ -171,6 +182,7 @@ func newCompareCmd() *cobra.Command {
 	f.StringVar(&format, "format", "table", "one of "+strings.Join(formats, ", "))
 	f.BoolVar(&asJSON, "json", false, "the same as --format json")
 	f.StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	base.add(f)
 	return cmd
 }
 
@@ -213,7 +225,9 @@ func pair(a, b *float64) string {
 	return f(a) + "/" + f(b)
 }
 
-func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group) error {
+// printGroups writes the groups; with a baseline, json has its changes
+// beside them.
+func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group, d *catalog.Diff) error {
 	by := q.By
 	if len(by) == 0 {
 		by = catalog.DefaultBy
@@ -236,9 +250,15 @@ func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Groups []catalog.Group `json:"groups"`
-		}{gs})
+		doc := struct {
+			Groups  []catalog.Group   `json:"groups"`
+			Changes *[]catalog.Change `json:"changes,omitempty"`
+		}{Groups: gs}
+		if d != nil {
+			changes := append([]catalog.Change{}, d.Changes...)
+			doc.Changes = &changes
+		}
+		return enc.Encode(doc)
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write(head)
