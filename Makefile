@@ -64,6 +64,7 @@ unit:
 # start containers; the grid takes about 20 minutes).
 bench: images
 	go test -run '^$$' -bench . -benchmem -timeout 30m ./checkers/
+	go test -run '^$$' -bench 'Import|Compare' -benchtime 3x -timeout 30m ./catalog/
 	go test -run '^$$' -bench 'CheckLongRun' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'BringUp|LockCycles|RunOverhead' -benchtime 3x -timeout 30m ./runner/
 	go test -run '^$$' -bench 'TimeToFirstAnomaly' -benchtime 10x -timeout 30m ./runner/

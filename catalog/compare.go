@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/checkers"
@@ -127,41 +129,66 @@ func (c *Catalog) Compare(q Query) ([]Group, error) {
 		return nil, fmt.Errorf("catalog %s: %w", c.path, err)
 	}
 	defer rows.Close()
-	groups := map[string]*Group{}
+	type row struct {
+		vals                 []string
+		dir, verdict, cs, ms string
+		sums                 []summary
+		m                    metrics.Run
+		err                  error
+	}
+	var all []row
 	for rows.Next() {
-		vals := make([]string, len(by))
-		var dir, verdict, cs, ms string
+		r := row{vals: make([]string, len(by))}
 		dest := []any{}
-		for i := range vals {
-			dest = append(dest, &vals[i])
+		for i := range r.vals {
+			dest = append(dest, &r.vals[i])
 		}
-		if err := rows.Scan(append(dest, &dir, &verdict, &cs, &ms)...); err != nil {
+		if err := rows.Scan(append(dest, &r.dir, &r.verdict, &r.cs, &r.ms)...); err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", c.path, err)
 		}
-		var sums []summary
-		var m metrics.Run
-		if err := json.Unmarshal([]byte(cs), &sums); err != nil {
-			return nil, fmt.Errorf("catalog %s: run %s: %w", c.path, dir, err)
+		all = append(all, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", c.path, err)
+	}
+	// Decoding the runs' summaries and histograms is most of a
+	// comparison's time: it is shared among the cores, and the groups are
+	// then filled in catalog order, as one core would.
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(all); i += workers {
+				r := &all[i]
+				if err := json.Unmarshal([]byte(r.cs), &r.sums); err != nil {
+					r.err = err
+				} else if err := json.Unmarshal([]byte(r.ms), &r.m); err != nil {
+					r.err = err
+				}
+				r.cs, r.ms = "", ""
+			}
+		})
+	}
+	wg.Wait()
+	groups := map[string]*Group{}
+	for i := range all {
+		r := &all[i]
+		if r.err != nil {
+			return nil, fmt.Errorf("catalog %s: run %s: %w", c.path, r.dir, r.err)
 		}
-		if err := json.Unmarshal([]byte(ms), &m); err != nil {
-			return nil, fmt.Errorf("catalog %s: run %s: %w", c.path, dir, err)
-		}
-		id := strings.Join(vals, "\x00")
+		id := strings.Join(r.vals, "\x00")
 		g := groups[id]
 		if g == nil {
 			g = &Group{Key: map[string]string{}, Anomalies: map[string]int{}}
 			for i, k := range by {
-				g.Key[k] = vals[i]
+				g.Key[k] = r.vals[i]
 			}
 			for _, a := range anomalyKinds {
 				g.Anomalies[a.name] = 0
 			}
 			groups[id] = g
 		}
-		g.add(checkers.Verdict(verdict), sums, m, dir)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", c.path, err)
+		g.add(checkers.Verdict(r.verdict), r.sums, r.m, r.dir)
 	}
 	out := make([]Group, 0, len(groups))
 	for _, g := range groups {
