@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -11,12 +12,17 @@ import (
 
 	"github.com/lockbench/lockbench/catalog"
 	"github.com/lockbench/lockbench/checkers"
+	"github.com/lockbench/lockbench/rundir"
 )
 
-// A run found invalid where the baseline had ten valid runs of its group
-// is a new-invalid change, which fails compare by default: one faulted
-// redis run without a fence (which the matrix expects invalid), against a
-// baseline catalog of ten copies of it judged valid.
+// Two short runs on two backends, one faulted and one not, each record
+// themselves in their results root's catalog; imported into a fresh one,
+// compare --format json has both groups, with runs and invalid as each
+// run's results.json says. Then: a run found invalid where the baseline
+// had ten valid runs of its group is a new-invalid change, which fails
+// compare by default: the faulted redis run without a fence (which the
+// matrix expects invalid), against a baseline catalog of ten copies of it
+// judged valid.
 func TestCompareBaselineNewInvalid(t *testing.T) {
 	dir := t.TempDir()
 	now, base := filepath.Join(dir, "now.db"), filepath.Join(dir, "base.db")
@@ -27,8 +33,44 @@ func TestCompareBaselineNewInvalid(t *testing.T) {
 	if r.exit != 1 {
 		t.Fatalf("exit %d, want 1 (invalid)", r.exit)
 	}
-	if out, err := exec.Command(binary, "import", "--catalog", now, r.dir).CombinedOutput(); err != nil {
+	quiet := lockbench(t, nil, "run", "--backend", "etcd", "--nemesis", "none", "--time-limit", "4s", "--seed", "3")
+	assertNothingLeft(t, quiet.runID)
+	if quiet.exit != 0 {
+		t.Fatalf("the etcd run without faults: exit %d, want 0 (valid)\n%s", quiet.exit, quiet.stderr)
+	}
+	for _, d := range []string{r.dir, quiet.dir} {
+		// <results root>/<test>/<start>: run recorded it there.
+		own := filepath.Join(filepath.Dir(filepath.Dir(d)), catalog.File)
+		if gs := compareJSON(t, "--catalog", own); len(gs) != 1 || gs[0].Runs != 1 {
+			t.Errorf("the catalog of %s's results root: %+v, want its one run", d, gs)
+		}
+	}
+	if out, err := exec.Command(binary, "import", "--catalog", now, r.dir, quiet.dir).CombinedOutput(); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
+	}
+	gs := compareJSON(t, "--catalog", now)
+	if len(gs) != 2 {
+		t.Fatalf("%d groups, want 2 (redis and etcd): %+v", len(gs), gs)
+	}
+	for _, run := range []result{r, quiet} {
+		rep := readReport(t, run.dir)
+		test := readJSON[rundir.Test](t, run.dir, rundir.TestFile)
+		invalid := 0
+		if rep.Verdict == checkers.Invalid {
+			invalid = 1
+		}
+		found := false
+		for _, g := range gs {
+			if g.Key["backend"] == test.Config.Backend {
+				found = true
+				if g.Runs != 1 || g.Invalid != invalid || g.Key["nemesis"] != strings.Join(test.Config.Nemesis, "+") {
+					t.Errorf("group %v: %d runs, %d invalid; results.json says %s", g.Key, g.Runs, g.Invalid, rep.Verdict)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no group of %s in %+v", test.Config.Backend, gs)
+		}
 	}
 	e, err := catalog.Judged(r.dir)
 	if err != nil {
@@ -67,4 +109,20 @@ func TestCompareBaselineNewInvalid(t *testing.T) {
 			t.Errorf("the changes do not name %q", want)
 		}
 	}
+}
+
+// compareJSON is what lockbench compare --format json prints, given args.
+func compareJSON(t *testing.T, args ...string) []catalog.Group {
+	t.Helper()
+	out, err := exec.Command(binary, append([]string{"compare", "--format", "json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("compare %v: %v", args, err)
+	}
+	var doc struct {
+		Groups []catalog.Group `json:"groups"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("compare --format json: %v\n%s", err, out)
+	}
+	return doc.Groups
 }

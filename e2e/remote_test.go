@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/lockbench/lockbench/catalog"
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
@@ -116,6 +118,16 @@ func TestRemoteEngineRunsTheControllerThere(t *testing.T) {
 			t.Errorf("case %d: test.json says the controller ran %+v (end %v), want on the engine reached at %s", i, test.Controller, test.End, host)
 		}
 		inTimeOrder(t, r.dir)
+		// The caller, not the controller, recorded the run that came
+		// back, at its path here.
+		abs, err := filepath.Abs(r.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs := compareJSON(t, "--catalog", filepath.Join(filepath.Dir(filepath.Dir(abs)), catalog.File))
+		if len(gs) != 1 || gs[0].Runs != 1 || len(gs[0].RunsAt) != 1 || gs[0].RunsAt[0] != abs {
+			t.Errorf("case %d: the results root's catalog holds %+v, want the one run at %s", i, gs, abs)
+		}
 	}
 	if conns.Load() == 0 {
 		t.Fatal("nothing went through the TCP endpoint")
