@@ -14,9 +14,9 @@ type Run struct {
 	// included; an acquire that failed or got no answer counts at its
 	// duration, censored.
 	AcquireWait Histogram `json:"acquire_wait_ms"`
-	// AcquireUncontended is acquire invoke → ok for the acquires invoked
-	// while no other client held the lock or waited for it: the service's
-	// own cost.
+	// AcquireUncontended is acquire invoke → ok for the acquires during
+	// which no other client held the lock (until its release completed)
+	// or asked for it: the service's own cost.
 	AcquireUncontended Histogram `json:"acquire_uncontended_ms"`
 	// Handover is from a holder's release completion to the next grant,
 	// to a client that was already waiting.
@@ -121,8 +121,8 @@ func Measure(h []history.Event, rs []checkers.Result) Run {
 // for it: the uncontended acquires and the hand-overs.
 func (m *Run) contention(h []history.Event) {
 	type state struct {
-		waiting, holding bool
-		invoked          int64
+		waiting, holding, releasing bool
+		invoked                     int64
 		uncontended      bool
 	}
 	clients := map[string]*state{}
@@ -143,7 +143,19 @@ func (m *Run) contention(h []history.Event) {
 		}
 		switch {
 		case e.F == history.Acquire && e.Type == history.Invoke:
+			// Uncontended means alone for the whole acquire: a client
+			// that asks first and is then queued behind others who
+			// asked after it measures their sections, not the service.
+			// A client asking again holds nothing any more, whatever
+			// became of its last release.
+			if c.holding || c.releasing {
+				c.holding, c.releasing = false, false
+				holding--
+			}
 			c.uncontended = waiting == 0 && holding == 0
+			for _, o := range clients {
+				o.uncontended = o.uncontended && !o.waiting
+			}
 			c.waiting, c.invoked = true, e.Time
 			waiting++
 		case e.F == history.Acquire && c.waiting:
@@ -162,9 +174,13 @@ func (m *Run) contention(h []history.Event) {
 			c.holding = true
 			holding++
 		case e.F == history.Release && e.Type == history.Invoke && c.holding:
-			c.holding = false
-			holding--
+			c.holding, c.releasing = false, true
 		case e.F == history.Release && e.Type != history.Invoke:
+			// The lock is held until its release completes.
+			if c.releasing {
+				c.releasing = false
+				holding--
+			}
 			released = e.Time
 		}
 	}

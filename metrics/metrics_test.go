@@ -104,6 +104,42 @@ func TestMeasureContention(t *testing.T) {
 	}
 }
 
+// TestUncontendedIsAloneThroughout: c1 asks at 0 ms with no one about,
+// c2 asks at 1 ms, and c1 is granted at 2 ms: c1's acquire was not alone
+// to its end, so it is no uncontended sample. Its twin, with c2 asking
+// only at 3 ms (after c1's grant), has one of 2 ms. A third, where c2
+// asks at 10.5 ms, between c1's release's invocation (10 ms) and its
+// completion (11 ms), has none for c2: the lock was still held.
+func TestUncontendedIsAloneThroughout(t *testing.T) {
+	ms := func(v float64) int64 { return int64(v * 1e6) }
+	for _, c := range []struct {
+		c2asks float64
+		want   int64
+	}{{1, 0}, {3, 1}, {10.5, 1}} {
+		h := []history.Event{
+			{Time: 0, Process: "c1", Type: history.Invoke, F: history.Acquire},
+			{Time: ms(c.c2asks), Process: "c2", Type: history.Invoke, F: history.Acquire},
+			{Time: ms(2), Process: "c1", Type: history.OK, F: history.Acquire},
+			{Time: ms(10), Process: "c1", Type: history.Invoke, F: history.Release},
+			{Time: ms(11), Process: "c1", Type: history.OK, F: history.Release},
+			{Time: ms(12), Process: "c2", Type: history.OK, F: history.Acquire},
+		}
+		history.InTimeOrder(h)
+		for i := range h {
+			h[i].Index = int64(i)
+		}
+		m := Measure(h, nil)
+		if m.AcquireUncontended.N != c.want {
+			t.Errorf("c2 asking at %g ms: %d uncontended acquires, want %d", c.c2asks, m.AcquireUncontended.N, c.want)
+		}
+		if c.want == 1 {
+			if got, _ := m.AcquireUncontended.Quantile(1); !(2 <= got && 2 > got/growth) {
+				t.Errorf("c2 asking at %g ms: uncontended %.3f ms, want the bucket of c1's 2 ms", c.c2asks, got)
+			}
+		}
+	}
+}
+
 // TestMeasureUnavailability: in the progress checker's golden run
 // down-healthy (a single Redis killed at 2.000 s, healthy again at
 // 6.600 s), c2 holds the lock until its release at 2.018 s while c1
