@@ -123,7 +123,7 @@ func (m *Run) contention(h []history.Event) {
 	type state struct {
 		waiting, holding, releasing bool
 		invoked                     int64
-		uncontended      bool
+		uncontended                 bool
 	}
 	clients := map[string]*state{}
 	var waiting, holding int
