@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,12 +105,12 @@ func (c *Catalog) Compare(q Query) ([]Group, error) {
 			ORDER BY k.checked DESC, k.revision DESC LIMIT 1)`
 	var args []any
 	for _, k := range mapKeys(q.Where) {
-		sqlq += ` AND CAST(r.` + k + ` AS TEXT) = ?`
 		args = append(args, q.Where[k])
+		sqlq += ` AND CAST(r.` + k + ` AS TEXT) = $` + strconv.Itoa(len(args))
 	}
 	if !q.Since.IsZero() {
-		sqlq += ` AND j.checked >= ?`
 		args = append(args, q.Since.UTC().Format(time.RFC3339Nano))
+		sqlq += ` AND j.checked >= $` + strconv.Itoa(len(args))
 	}
 	rows, err := c.db.Query(sqlq, args...)
 	if err != nil {
