@@ -1,7 +1,9 @@
 // Package catalog records every judged run in one database, so that runs
 // can be compared across invocations, shards, days and revisions: which
 // lock, at what cost. It is SQLite through modernc.org/sqlite, which is
-// pure Go, so the binary stays static.
+// pure Go, so the binary stays static, or, for a catalog a team shares,
+// PostgreSQL through pgx: the same schema and the same statements on both
+// (numbered $N placeholders, which SQLite takes too).
 //
 // A run is keyed by (run_id, start, seed) from its test.json, which a
 // re-check never rewrites: importing a run again, before or after a check,
@@ -20,7 +22,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/metrics"
@@ -35,12 +38,14 @@ var ErrBad = errors.New("not a usable catalog")
 // File is the catalog's name under a results root.
 const File = "lockbench.db"
 
-// EnvVar overrides where the catalog lives.
+// EnvVar overrides where the catalog lives: a file, or a postgres:// URL.
 const EnvVar = "LOCKBENCH_CATALOG"
 
 // Catalog is an open catalog.
 type Catalog struct {
-	db   *sql.DB
+	db *sql.DB
+	// path names the catalog in messages: its file, or its URL without
+	// the password.
 	path string
 }
 
@@ -75,10 +80,26 @@ var migrations = []string{
 func Schema() int { return len(migrations) }
 
 // Open opens the catalog at path, creating it if it does not exist and
-// bringing an older schema up to date. A file that is not a catalog, a
-// corrupt one, or one of a newer schema wraps ErrBad and is left as it
-// was.
-func Open(path string) (*Catalog, error) { return open(path, migrations) }
+// bringing an older schema up to date. path is an SQLite file, or a
+// postgres:// (postgresql://) URL of a PostgreSQL database. A file that is
+// not a catalog, a corrupt one, or one of a newer schema, or a database
+// with tables but no catalog or with a catalog of a newer schema, wraps
+// ErrBad and is left as it was.
+func Open(path string) (*Catalog, error) {
+	if IsURL(path) {
+		return openPostgres(path, migrations)
+	}
+	return open(path, migrations)
+}
+
+// IsURL says whether path names a PostgreSQL database rather than a file.
+func IsURL(path string) bool {
+	return strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://")
+}
+
+// Name is how messages name the catalog: its file, or its URL without the
+// password.
+func (c *Catalog) Name() string { return c.path }
 
 func open(path string, migrations []string) (*Catalog, error) {
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
@@ -139,12 +160,17 @@ func inspect(path string, known int) error {
 	return nil
 }
 
+// querier is a database or a transaction in one.
+type querier interface {
+	QueryRow(query string, args ...any) *sql.Row
+}
+
 // schemaOf is the schema of the catalog db, which has tables.
-func schemaOf(db *sql.DB, path string) (int, error) {
+func schemaOf(db querier, path string) (int, error) {
 	var kind, version string
 	err := db.QueryRow(`SELECT (SELECT value FROM catalog WHERE key = 'lockbench'), (SELECT value FROM catalog WHERE key = 'schema')`).Scan(&kind, &version)
 	if err != nil || kind != "catalog" {
-		return 0, fmt.Errorf("%w: %s is an SQLite database but no lockbench catalog", ErrBad, path)
+		return 0, fmt.Errorf("%w: %s is a database but no lockbench catalog", ErrBad, path)
 	}
 	schema, err := strconv.Atoi(version)
 	if err != nil {
@@ -159,16 +185,9 @@ func (c *Catalog) Close() error { return c.db.Close() }
 // migrate refuses what is not a catalog of a schema it knows, and brings
 // an older one up to date, each step in a transaction of its own.
 func (c *Catalog) migrate(migrations []string) error {
-	var tables int
-	if err := c.db.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&tables); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrBad, c.path, err)
-	}
-	schema := 0
-	if tables > 0 {
-		var err error
-		if schema, err = schemaOf(c.db, c.path); err != nil {
-			return err
-		}
+	schema, err := c.sqliteSchema(c.db)
+	if err != nil {
+		return err
 	}
 	if schema > len(migrations) {
 		return fmt.Errorf("%w: %s has schema %d, newer than this lockbench's %d: use a newer lockbench", ErrBad, c.path, schema, len(migrations))
@@ -178,9 +197,23 @@ func (c *Catalog) migrate(migrations []string) error {
 		if err != nil {
 			return fmt.Errorf("catalog %s: %w", c.path, err)
 		}
+		// The transaction holds the write lock from its start: read the
+		// schema again under it, as another writer opening the catalog at
+		// the same time may have migrated it meanwhile.
+		if now, err := c.sqliteSchema(tx); err != nil || now > s {
+			tx.Rollback()
+			if err != nil {
+				return err
+			}
+			if now > len(migrations) {
+				return fmt.Errorf("%w: %s has schema %d, newer than this lockbench's %d: use a newer lockbench", ErrBad, c.path, now, len(migrations))
+			}
+			s = now - 1
+			continue
+		}
 		_, err = tx.Exec(migrations[s])
 		if err == nil {
-			_, err = tx.Exec(`UPDATE catalog SET value = ? WHERE key = 'schema'`, strconv.Itoa(s+1))
+			_, err = tx.Exec(`UPDATE catalog SET value = $1 WHERE key = 'schema'`, strconv.Itoa(s+1))
 		}
 		if err != nil {
 			tx.Rollback()
@@ -191,6 +224,19 @@ func (c *Catalog) migrate(migrations []string) error {
 		}
 	}
 	return nil
+}
+
+// sqliteSchema is the schema of the SQLite catalog: 0 when it has no
+// tables.
+func (c *Catalog) sqliteSchema(q querier) (int, error) {
+	var tables int
+	if err := q.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&tables); err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrBad, c.path, err)
+	}
+	if tables == 0 {
+		return 0, nil
+	}
+	return schemaOf(q, c.path)
 }
 
 // Entry is what the catalog keeps of one judgment of one run.
@@ -223,18 +269,18 @@ func (c *Catalog) Record(e Entry) error {
 		args []any
 	}{
 		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, host)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 		ON CONFLICT (run_id, start, seed) DO UPDATE SET dir = excluded.dir`,
 			[]any{e.Test.RunID, start, cfg.Seed, e.Test.Name, e.Dir, cfg.Backend, cfg.Workload, strings.Join(cfg.Nemesis, "+"), string(cfg.Fence),
 				cfg.Store, cfg.Variant, cfg.TTL.D().String(), cfg.Concurrency, cfg.RTT.D().String(), cfg.Work, cfg.PauseTarget,
 				js(cfg), js(e.Test.Versions), hostClass(e.Test)}},
 		{`INSERT INTO judgments (run_id, start, seed, revision, checked, verdict, evidence, checkers, metrics)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (run_id, start, seed, revision) DO UPDATE SET checked = excluded.checked, verdict = excluded.verdict,
 			evidence = excluded.evidence, checkers = excluded.checkers, metrics = excluded.metrics`,
 			[]any{e.Test.RunID, start, cfg.Seed, e.Results.Lockbench, e.Results.Checked.UTC().Format(time.RFC3339Nano), string(e.Results.Verdict),
 				e.Results.Evidence, js(summaries(e.Results.Checkers)), js(e.Metrics)}},
-		{`DELETE FROM faults WHERE run_id = ? AND start = ? AND seed = ?`, []any{e.Test.RunID, start, cfg.Seed}},
+		{`DELETE FROM faults WHERE run_id = $1 AND start = $2 AND seed = $3`, []any{e.Test.RunID, start, cfg.Seed}},
 	}
 	for _, s := range stmts {
 		if _, err := tx.Exec(s.q, s.args...); err != nil {
@@ -242,7 +288,7 @@ func (c *Catalog) Record(e Entry) error {
 		}
 	}
 	for n, f := range faultsOf(e.Results.Checkers) {
-		if _, err := tx.Exec(`INSERT INTO faults (run_id, start, seed, n, fault, start_ns, end_ns, healthy_ns, targets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.Exec(`INSERT INTO faults (run_id, start, seed, n, fault, start_ns, end_ns, healthy_ns, targets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			e.Test.RunID, start, cfg.Seed, n, f.Fault, f.Start, f.End, f.Healthy, strings.Join(f.Targets, ",")); err != nil {
 			return fmt.Errorf("catalog %s: record %s: %w", c.path, e.Dir, err)
 		}

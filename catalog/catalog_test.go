@@ -55,11 +55,13 @@ func judgedRun(t testing.TB, dir string, spec simulate.Spec) {
 // TestImportIsIdempotent: importing a run twice keeps one run and one
 // judgment; a check that rewrites its results (same revision) updates that
 // judgment; a judgment by another revision is kept beside it.
-func TestImportIsIdempotent(t *testing.T) {
+func TestImportIsIdempotent(t *testing.T) { eachBackend(t, testImportIsIdempotent) }
+
+func testImportIsIdempotent(t *testing.T, b backend) {
 	root := t.TempDir()
 	judgedRun(t, filepath.Join(root, "a"), simulate.Spec{Events: 2000, Clients: 3})
 	judgedRun(t, filepath.Join(root, "b"), simulate.Spec{Events: 2000, Clients: 3, Stale: true})
-	c, err := Open(filepath.Join(t.TempDir(), File))
+	c, err := Open(b.fresh(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,19 +188,16 @@ func TestMigratesSchemaOne(t *testing.T) {
 
 // TestConcurrentWriters: four writers, each with its own connection as
 // parallel cells have, record 50 runs each at once; none is lost.
-func TestConcurrentWriters(t *testing.T) {
+func TestConcurrentWriters(t *testing.T) { eachBackend(t, testConcurrentWriters) }
+
+func testConcurrentWriters(t *testing.T, b backend) {
 	src := filepath.Join(t.TempDir(), "run")
 	judgedRun(t, src, simulate.Spec{Events: 500, Clients: 2})
 	e, err := Judged(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), File)
-	if c, err := Open(path); err != nil {
-		t.Fatal(err)
-	} else {
-		c.Close()
-	}
+	path := b.fresh(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*50)
 	for w := range 4 {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,12 +118,12 @@ func (c *Catalog) Compare(q Query) ([]Group, error) {
 		args = append(args, revisionArgs(q.Revision)...)
 	}
 	for _, k := range mapKeys(q.Where) {
-		sqlq += ` AND CAST(r.` + k + ` AS TEXT) = ?`
 		args = append(args, q.Where[k])
+		sqlq += ` AND CAST(r.` + k + ` AS TEXT) = $` + strconv.Itoa(len(args))
 	}
 	if !q.Since.IsZero() {
-		sqlq += ` AND j.checked >= ?`
 		args = append(args, q.Since.UTC().Format(time.RFC3339Nano))
+		sqlq += ` AND j.checked >= $` + strconv.Itoa(len(args))
 	}
 	rows, err := c.db.Query(sqlq, args...)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 type catalogFlag struct{ path string }
 
 func (c *catalogFlag) add(f *pflag.FlagSet) {
-	f.StringVar(&c.path, "catalog", "", "the results catalog, an SQLite file (default $"+catalog.EnvVar+", else "+catalog.File+" in the results root; "+noCatalog+": record nowhere)")
+	f.StringVar(&c.path, "catalog", "", "the results catalog: an SQLite file, or a postgres:// URL of a PostgreSQL database a team shares (default $"+catalog.EnvVar+", else "+catalog.File+" in the results root; "+noCatalog+": record nowhere)")
 }
 
 // at is the catalog's path for a results root; "" when root is "" and
@@ -77,7 +77,7 @@ func newImportCmd() *cobra.Command {
 				}
 				return fail(exitHarness, err)
 			}
-			fmt.Printf("%d runs recorded in %s", n, cat.at("results"))
+			fmt.Printf("%d runs recorded in %s", n, c.Name())
 			if skipped > 0 {
 				fmt.Printf("; %d not yet judged (no %s), left out", skipped, rundir.ResultsFile)
 			}
@@ -137,7 +137,8 @@ func newCompareCmd() *cobra.Command {
 				q.Since = t
 			}
 			path := cat.at("results")
-			if _, err := os.Stat(path); err != nil {
+			// A database is asked, once open, whether it holds a catalog.
+			if _, err := os.Stat(path); err != nil && !catalog.IsURL(path) {
 				return fail(exitUsage, fmt.Errorf("no catalog at %s: run, matrix, check or import record one", path))
 			}
 			c, err := openCatalog(path)
@@ -150,7 +151,7 @@ func newCompareCmd() *cobra.Command {
 				return fail(exitUsage, err)
 			}
 			if len(gs) == 0 {
-				return fail(exitUsage, fmt.Errorf("no runs match %s in %s", describe(q), path))
+				return fail(exitUsage, fmt.Errorf("no runs match %s in %s", describe(q), c.Name()))
 			}
 			diff, err := base.diff(c, path, q)
 			if err != nil {

@@ -43,7 +43,7 @@ func (c catalogFlag) recorder(root string) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recorder{c: cat, path: path}, nil
+	return &recorder{c: cat, path: cat.Name()}, nil
 }
 
 // record records the judged run in dir: in one transaction, its
