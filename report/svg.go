@@ -40,10 +40,6 @@ func SVG(p *plot.Plot, w, h vg.Length) (template.HTML, error) { return renderSVG
 // 5 times each power of ten over two decades or less, the powers beyond.
 var LogTicks plot.Ticker = plot.TickerFunc(logTicks)
 
-// LinearTicks labels a linear axis every 1, 2 or 5 times a power of ten,
-// about a dozen ticks.
-var LinearTicks plot.Ticker = plot.TickerFunc(linearTicks)
-
 // RGB is a #rrggbb colour; it panics on anything else, as it is meant for
 // constants.
 func RGB(hex string) color.Color { return rgb(hex) }

@@ -299,7 +299,7 @@ func detectionPlot(by []string, gs []catalog.Group) (pagePlot, bool, error) {
 	}
 	categories(p, labels)
 	p.X.Min, p.X.Max = 0, 1
-	p.X.Tick.Marker = report.LinearTicks
+	p.X.Tick.Marker = plot.DefaultTicks{}
 	if len(iv.XYs) > 0 {
 		bars, err := plotter.NewXErrorBars(iv)
 		if err != nil {
@@ -404,7 +404,7 @@ func ttlAxis(p *plot.Plot, series [][]ttlPoint) {
 	}
 	pad := math.Max((hi-lo)*0.05, 0.1)
 	p.X.Min, p.X.Max = math.Max(lo-pad, 0), hi+pad
-	p.X.Tick.Marker = report.LinearTicks
+	p.X.Tick.Marker = plot.DefaultTicks{}
 }
 
 // ttlInvalidPlot draws the detection rate against the lease's TTL.
