@@ -106,8 +106,8 @@ func newCompareCmd() *cobra.Command {
 			"Keys, for --where and --by, are test.json's configuration names: " + strings.Join(catalog.Keys, ", ") +
 			". nemesis is the list joined with +, as matrix cells name it; ttl and rtt are durations as Go prints them (2s, 0s).\n\n" +
 			"--format html writes a page (" + rundir.CompareFile + " in the results root, the catalog's directory; --out names another file) and prints its path: " +
-			"the table, with every figure linking to the group's runs and each run to its report.html; the uncontended acquire's CDF per backend; " +
-			"the detection rate with its interval per group; unavailability p50/p99 per fault; and, grouped --by ttl, the invalid rate and unavailability against the TTL. " +
+			"the table, with every figure linking to the group's runs and each run to its report.html; the uncontended acquire's CDF per backend (per group without --by backend); " +
+			"the detection rate with its interval per group; unavailability p50/p99 per group, by fault; and, grouped --by ttl, the invalid rate and unavailability against the TTL. " +
 			"It is one self-contained file: inline SVG and CSS, nothing fetched.",
 		Example: `  # which lock, at what cost, under a pause
   lockbench compare --where nemesis=pause --by backend,fence
