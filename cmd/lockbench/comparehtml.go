@@ -363,13 +363,15 @@ func unavailabilityPlot(by []string, gs []catalog.Group) (pagePlot, bool, error)
 	return pp, true, err
 }
 
-// ttlSeries splits the groups by their keys other than ttl, each series
-// in TTL order; none when ttl is not a --by key or a TTL does not parse.
+// ttlPoint is a group at its TTL.
 type ttlPoint struct {
 	ttl float64 // s
 	g   catalog.Group
 }
 
+// ttlSeries splits the groups by their keys other than ttl, each series
+// in TTL order; none when ttl is not a --by key. A TTL that does not parse
+// as a duration is left out.
 func ttlSeries(by []string, gs []catalog.Group) (names []string, series [][]ttlPoint) {
 	if !slices.Contains(by, "ttl") {
 		return nil, nil
