@@ -167,3 +167,20 @@ func TestMeasureUnavailability(t *testing.T) {
 		t.Errorf("first anomaly %v, want 1.5 s after the fault", m.FirstAnomaly)
 	}
 }
+
+func TestCDF(t *testing.T) {
+	var h Histogram
+	if ms, frac := h.CDF(); ms != nil || frac != nil {
+		t.Errorf("empty histogram: CDF %v %v", ms, frac)
+	}
+	for _, v := range []float64{1, 1, 2, 10} {
+		h.Add(v, false)
+	}
+	ms, frac := h.CDF()
+	if len(ms) != 4 || len(frac) != 4 || frac[0] != 0 || frac[1] != 0.5 || frac[2] != 0.75 || frac[3] != 1 {
+		t.Fatalf("CDF %v %v", ms, frac)
+	}
+	if !(ms[0] < 1 && ms[1] >= 1 && ms[2] >= 2 && ms[3] >= 10 && ms[3] < 10*growth) {
+		t.Errorf("CDF edges %v", ms)
+	}
+}

@@ -71,6 +71,8 @@ type MatrixSummary struct {
 type Tree struct {
 	Runs     []RunSummary
 	Matrices []MatrixSummary
+	// Compare is set when the root holds a comparison page (compare.html).
+	Compare bool
 }
 
 // Verdicts the index shows beyond the checkers' own.
@@ -118,6 +120,7 @@ func Index(root string) (Tree, error) {
 	if err != nil {
 		return Tree{}, fmt.Errorf("read results tree: %w", err)
 	}
+	tree.Compare = isFile(filepath.Join(root, rundir.CompareFile))
 	slices.SortStableFunc(tree.Runs, func(a, b RunSummary) int {
 		return cmp.Or(b.Start.Compare(a.Start), strings.Compare(a.Path, b.Path))
 	})
@@ -247,6 +250,7 @@ a { color: #1d4ed8; text-decoration: none; } a:hover { text-decoration: underlin
 </style></head>
 <body><main>
 <h1>lockbench runs <span class="muted">in {{.Root}}</span></h1>
+{{if .Compare}}<p id="compare"><a href="compare.html">Comparison of the catalog's runs</a> <span class="muted">(compare.html, as lockbench compare --format html last wrote it)</span></p>{{end}}
 {{if .Matrices}}<h2>Matrices</h2>
 <div class="scroll"><table id="matrices">
 <tr><th>matrix</th><th>started</th><th>took</th><th>cells</th><th>outcomes</th><th>exit</th></tr>

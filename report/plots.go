@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -63,20 +62,7 @@ func (an *analysis) shade() faultShade {
 
 // newPlot makes a plot with sans text over the run's time.
 func (an *analysis) newPlot(title, ylabel string) *plot.Plot {
-	p := plot.New()
-	sans := func(s *font.Font, size vg.Length) {
-		*s = font.Font{Typeface: "Liberation", Variant: "Sans", Size: size}
-	}
-	sans(&p.Title.TextStyle.Font, 13)
-	sans(&p.X.Label.TextStyle.Font, 11)
-	sans(&p.Y.Label.TextStyle.Font, 11)
-	sans(&p.X.Tick.Label.Font, 10)
-	sans(&p.Y.Tick.Label.Font, 10)
-	sans(&p.Legend.TextStyle.Font, 10)
-	p.Title.Text = title
-	p.Title.Padding = vg.Points(6)
-	p.X.Label.Text = "time since start (s)"
-	p.Y.Label.Text = ylabel
+	p := NewPlot(title, "time since start (s)", ylabel)
 	p.X.Min, p.X.Max = 0, math.Max(float64(an.end)/1e9, 1)
 	p.X.Tick.Marker = plot.TickerFunc(linearTicks)
 	p.Add(plotter.NewGrid())

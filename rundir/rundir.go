@@ -35,6 +35,10 @@ const (
 	MatrixMarkdown = "matrix.md"
 )
 
+// CompareFile is the page lockbench compare --format html writes in a
+// results root, which serve's index links to.
+const CompareFile = "compare.html"
+
 // StartLayout names a run's directory inside its test's: its start time.
 const StartLayout = "20060102T150405.000Z"
 

@@ -105,11 +105,17 @@ func newCompareCmd() *cobra.Command {
 		Short: "Compare runs from the results catalog: detection with its interval, latency, unavailability, cost",
 		Long: "Groups the catalog's runs (each by its latest judgment) and prints one row per group.\n\n" +
 			"Keys, for --where and --by, are test.json's configuration names: " + strings.Join(catalog.Keys, ", ") +
-			". nemesis is the list joined with +, as matrix cells name it; ttl and rtt are durations as Go prints them (2s, 0s).",
+			". nemesis is the list joined with +, as matrix cells name it; ttl and rtt are durations as Go prints them (2s, 0s).\n\n" +
+			"--format html writes a page (" + rundir.CompareFile + " in the results root, the catalog's directory; --out names another file) and prints its path: " +
+			"the table, with every figure linking to the group's runs and each run to its report.html; the uncontended acquire's CDF per backend (per group without --by backend); " +
+			"the detection rate with its interval per group; unavailability p50/p99 per group, by fault; and, grouped --by ttl, the invalid rate and unavailability against the TTL. " +
+			"It is one self-contained file: inline SVG and CSS, nothing fetched.",
 		Example: `  # which lock, at what cost, under a pause
   lockbench compare --where nemesis=pause --by backend,fence
   # for scripts
-  lockbench compare --json | jq '.groups[] | {key, invalid, runs}'`,
+  lockbench compare --json | jq '.groups[] | {key, invalid, runs}'
+  # a page with plots, results/compare.html, which lockbench serve links to
+  lockbench compare --format html --by backend,nemesis,ttl`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			if asJSON {
@@ -157,6 +163,9 @@ func newCompareCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format == "html" {
+				return writeCompareHTML(out, path, q, gs)
+			}
 			w := io.Writer(os.Stdout)
 			if out != "" {
 				f, err := os.Create(out)
@@ -182,7 +191,7 @@ func newCompareCmd() *cobra.Command {
 	f.StringSliceVar(&by, "by", catalog.DefaultBy, "keys to group by, comma separated")
 	f.StringVar(&format, "format", "table", "one of "+strings.Join(formats, ", "))
 	f.BoolVar(&asJSON, "json", false, "the same as --format json")
-	f.StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	f.StringVarP(&out, "out", "o", "", "write to this file instead of stdout (html: instead of "+rundir.CompareFile+" in the results root)")
 	base.add(f)
 	return cmd
 }
@@ -286,4 +295,4 @@ func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group
 }
 
 // formats are what compare prints.
-var formats = []string{"table", "md", "json", "csv"}
+var formats = []string{"table", "md", "json", "csv", "html"}

@@ -21,7 +21,9 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
 		Short: "Serve the results tree (default results) and its reports on a loopback address",
-		Args:  cobra.MaximumNArgs(1),
+		Long: "Serves the results tree (default results) on a loopback address: an index of its matrices and runs, each run's report,\n" +
+			"and the comparison page lockbench compare --format html wrote in the tree's root, compare.html, when there is one.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			root := "results"
 			if len(args) == 1 {
