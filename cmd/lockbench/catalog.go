@@ -238,24 +238,9 @@ func pair(a, b *float64) string {
 // printGroups writes the groups; with a baseline, json has its changes
 // beside them.
 func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group, d *catalog.Diff) error {
-	by := q.By
-	if len(by) == 0 {
-		by = catalog.DefaultBy
-	}
-	row := func(g catalog.Group) []string {
-		var r []string
-		for _, k := range by {
-			r = append(r, g.Key[k])
-		}
-		for _, c := range columns {
-			r = append(r, c.of(g))
-		}
-		return r
-	}
-	head := append([]string(nil), by...)
-	for _, c := range columns {
-		head = append(head, c.head)
-	}
+	by := groupBy(q)
+	row := func(g catalog.Group) []string { return tableRow(by, g) }
+	head := tableHead(by)
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -292,6 +277,28 @@ func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group
 		return tw.Flush()
 	}
 	return fail(exitUsage, fmt.Errorf("--format %q: one of %s", format, strings.Join(formats, ", ")))
+}
+
+// tableHead is the head of every format's table: the --by keys, then the
+// columns.
+func tableHead(by []string) []string {
+	head := slices.Clone(by)
+	for _, c := range columns {
+		head = append(head, c.head)
+	}
+	return head
+}
+
+// tableRow is a group's row under tableHead.
+func tableRow(by []string, g catalog.Group) []string {
+	var r []string
+	for _, k := range by {
+		r = append(r, g.Key[k])
+	}
+	for _, c := range columns {
+		r = append(r, c.of(g))
+	}
+	return r
 }
 
 // formats are what compare prints.

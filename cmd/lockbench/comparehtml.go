@@ -109,18 +109,11 @@ func renderCompareHTML(w *bytes.Buffer, out, catalogPath string, q catalog.Query
 		Rows                          []pageRow
 		Plots                         []pagePlot
 	}{Catalog: catalogPath, Selection: describe(q), Generated: time.Now().UTC().Format(time.RFC3339), KeyCols: len(by)}
-	page.Head = append(page.Head, by...)
-	for _, c := range columns {
-		page.Head = append(page.Head, c.head)
-	}
+	page.Head = tableHead(by)
 	for i, g := range gs {
 		r := pageRow{ID: fmt.Sprintf("g%d", i+1), Label: groupLabel(by, g)}
-		for _, k := range by {
-			r.Key = append(r.Key, g.Key[k])
-		}
-		for _, c := range columns {
-			r.Cells = append(r.Cells, c.of(g))
-		}
+		cells := tableRow(by, g)
+		r.Key, r.Cells = cells[:len(by)], cells[len(by):]
 		for _, d := range g.RunsAt {
 			r.Runs = append(r.Runs, runLink(base, d))
 		}
