@@ -210,7 +210,9 @@ func describe(q catalog.Query) string {
 	return strings.Join(parts, ", ")
 }
 
-// columns are the figures a table shows of each group, after its key.
+// columns are the figures a table shows of each group, after its key,
+// short enough that the terminal's table of the default keys fits 100
+// columns; legend says what they are.
 var columns = []struct {
 	head string
 	of   func(g catalog.Group) string
@@ -219,16 +221,26 @@ var columns = []struct {
 	{"invalid (95 %)", func(g catalog.Group) string {
 		return fmt.Sprintf("%d [%.2f, %.2f]", g.Invalid, g.InvalidInterval[0], g.InvalidInterval[1])
 	}},
-	{"unknown", func(g catalog.Group) string { return strconv.Itoa(g.Unknown) }},
-	{"acquire p50/p99 ms", func(g catalog.Group) string { return pair(g.AcquireUncontended.P50, g.AcquireUncontended.P99) }},
-	{"unavail p50/p99 ms", func(g catalog.Group) string { return pair(g.Unavailable.P50, g.Unavailable.P99) }},
+	{"unk", func(g catalog.Group) string { return strconv.Itoa(g.Unknown) }},
+	{"acquire", func(g catalog.Group) string { return pair(g.AcquireUncontended.P50, g.AcquireUncontended.P99) }},
+	{"unavail", func(g catalog.Group) string { return pair(g.Unavailable.P50, g.Unavailable.P99) }},
 	{"cycles/s", func(g catalog.Group) string { return fmt.Sprintf("%.0f", g.CyclesPerSec) }},
 }
+
+// legend says what the columns are, under the table.
+const legend = "invalid: runs judged invalid [Wilson 95 % interval over the judged runs]; unk: unknown\n" +
+	"acquire: the uncontended acquire, p50/p99 ms\n" +
+	"unavail: the lock's unavailability after each fault, p50/p99 ms"
 
 func pair(a, b *float64) string {
 	f := func(p *float64) string {
 		if p == nil {
 			return "–"
+		}
+		// Three significant digits, and whole ms past 100: 3850, not
+		// 3.85e+03.
+		if *p >= 100 {
+			return strconv.FormatFloat(*p, 'f', 0, 64)
 		}
 		return strconv.FormatFloat(*p, 'g', 3, 64)
 	}
@@ -267,6 +279,7 @@ func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group
 		for _, g := range gs {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(row(g), " | "))
 		}
+		fmt.Fprintf(w, "\n- %s\n", strings.ReplaceAll(legend, "\n", "\n- "))
 		return nil
 	case "table":
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -274,7 +287,11 @@ func printGroups(w io.Writer, format string, q catalog.Query, gs []catalog.Group
 		for _, g := range gs {
 			fmt.Fprintln(tw, strings.Join(row(g), "\t"))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(w, legend)
+		return err
 	}
 	return fail(exitUsage, fmt.Errorf("--format %q: one of %s", format, strings.Join(formats, ", ")))
 }
