@@ -147,6 +147,49 @@ func TestKilledHolderGolden(t *testing.T) {
 	}
 }
 
+// TestUnavailableGolden holds unavailable_ns to hand-worked numbers on a
+// pair of twins of killed-holder-expires with a 2 s TTL: the nemesis
+// kills c2, the holder, at 0.325 s while c1 waits. In
+// unavailable-killed-holder c1 is granted the lock at 2.402 s, once c2's
+// lease ran out: valid, with the lock unavailable from the fault's start
+// to that grant, 2402 − 325 = 2077 ms. In unavailable-killed-holder-late
+// the grant comes only at 7.002 s, past 3 TTLs (6 s) from the heal at
+// 0.326 s (a wait of 6.676 s): a deadlock, invalid, and unavailable for
+// 7002 − 325 = 6677 ms. No acquire went unanswered: unreachable_ns is 0.
+func TestUnavailableGolden(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		want        Verdict
+		unavailable int64
+	}{
+		{"unavailable-killed-holder", Valid, 2402e6 - 325e6},
+		{"unavailable-killed-holder-late", Invalid, 7002e6 - 325e6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := load(t, c.name)
+			in.Lease = Lease{TTL: 2e9}
+			rs := checkAll(in)
+			for name, r := range rs {
+				want := Valid
+				if name == "progress" {
+					want = c.want
+				}
+				if r.Valid != want {
+					t.Errorf("%s: %s (%s; %s), want %s", name, r.Valid, r.Summary, r.Reason, want)
+				}
+			}
+			p := rs["progress"]
+			wantCounts(t, p, map[string]int64{"unavailable_ns": c.unavailable, "unreachable_ns": 0})
+			if got := FaultUnavailability(in.History); len(got) != 1 || got[0] != c.unavailable {
+				t.Errorf("FaultUnavailability %v, want the one fault's %d", got, c.unavailable)
+			}
+			if !strings.Contains(p.Summary, "the lock unavailable for "+seconds(c.unavailable)+" after 1 fault") {
+				t.Errorf("summary %q does not tell the unavailability", p.Summary)
+			}
+		})
+	}
+}
+
 // TestDeadlockNeedsALease: a run whose lock has no lease (cas, nolock), or
 // whose TTL is unknown, has no time scale for a deadlock: no verdict on it.
 func TestDeadlockNeedsALease(t *testing.T) {
