@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,8 +42,8 @@ func TestCompareBaselineNewInvalid(t *testing.T) {
 			t.Errorf("the catalog of %s's results root: %+v, want its one run", d, gs)
 		}
 	}
-	if out, err := exec.Command(binary, "import", "--catalog", now, r.dir, quiet.dir).CombinedOutput(); err != nil {
-		t.Fatalf("import: %v\n%s", err, out)
+	if imp := catalogCmd(t, "import", "--catalog", now, r.dir, quiet.dir); imp.exit != 0 {
+		t.Fatalf("import: exit %d: %s", imp.exit, imp.stderr)
 	}
 	gs := compareJSON(t, "--catalog", now)
 	if len(gs) != 2 {
@@ -90,20 +87,15 @@ func TestCompareBaselineNewInvalid(t *testing.T) {
 		}
 	}
 	c.Close()
-	cmd := exec.Command(binary, "compare", "--catalog", now, "--baseline-catalog", base)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("compare: %v, want exit 1\n%s", err, out.String())
+	cmp := catalogCmd(t, "compare", "--catalog", now, "--baseline-catalog", base)
+	if cmp.exit != 1 {
+		t.Fatalf("compare: exit %d, want 1\n%s%s", cmp.exit, cmp.stdout, cmp.stderr)
 	}
-	t.Logf("compare:\n%s", out.String())
-	i := strings.Index(out.String(), "changes against")
+	i := strings.Index(cmp.stdout, "changes against")
 	if i < 0 {
 		t.Fatal("compare printed no changes section")
 	}
-	section := out.String()[i:]
+	section := cmp.stdout[i:]
 	for _, want := range []string{"backend=redis nemesis=pause fence=none", "new-invalid", "0/10 invalid"} {
 		if !strings.Contains(section, want) {
 			t.Errorf("the changes do not name %q", want)
@@ -114,15 +106,15 @@ func TestCompareBaselineNewInvalid(t *testing.T) {
 // compareJSON is what lockbench compare --format json prints, given args.
 func compareJSON(t *testing.T, args ...string) []catalog.Group {
 	t.Helper()
-	out, err := exec.Command(binary, append([]string{"compare", "--format", "json"}, args...)...).Output()
-	if err != nil {
-		t.Fatalf("compare %v: %v", args, err)
+	r := catalogCmd(t, append([]string{"compare", "--format", "json"}, args...)...)
+	if r.exit != 0 {
+		t.Fatalf("compare %v: exit %d: %s", args, r.exit, r.stderr)
 	}
 	var doc struct {
 		Groups []catalog.Group `json:"groups"`
 	}
-	if err := json.Unmarshal(out, &doc); err != nil {
-		t.Fatalf("compare --format json: %v\n%s", err, out)
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("compare --format json: %v\n%s", err, r.stdout)
 	}
 	return doc.Groups
 }

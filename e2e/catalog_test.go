@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,23 +104,7 @@ func pgOpen(t *testing.T, url string) *sql.DB {
 // catalogCmd runs import or compare, which take no --results.
 func catalogCmd(t *testing.T, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.exit = ee.ExitCode()
-	default:
-		t.Fatalf("lockbench %v: %v", args, err)
-	}
-	t.Logf("lockbench %s → exit %d\n%s%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
-	return r
+	return runBinary(t, time.Minute, nil, args...)
 }
 
 // rowsOf is each catalog table's rows, as text, sorted.

@@ -92,10 +92,20 @@ func lockbench(t *testing.T, env []string, args ...string) result {
 	if testing.Short() {
 		t.Skip("end-to-end: starts containers")
 	}
-	results := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	r := runBinary(t, 5*time.Minute, env, append(args, "--results", t.TempDir())...)
+	if m := runLine.FindStringSubmatch(r.stdout); m != nil {
+		r.runID, r.dir = m[1], m[2]
+	}
+	return r
+}
+
+// runBinary runs the binary with args (and env besides the test's own)
+// for at most timeout, and returns what it printed and its exit code.
+func runBinary(t *testing.T, timeout time.Duration, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append(args, "--results", results)...)
+	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -108,9 +118,6 @@ func lockbench(t *testing.T, env []string, args ...string) result {
 		r.exit = ee.ExitCode()
 	default:
 		t.Fatalf("lockbench %v: %v", args, err)
-	}
-	if m := runLine.FindStringSubmatch(r.stdout); m != nil {
-		r.runID, r.dir = m[1], m[2]
 	}
 	t.Logf("lockbench %s → exit %d\n%s%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
 	return r
