@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"path/filepath"
 	"strings"
@@ -139,8 +140,8 @@ type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*
 // Run runs every cell runs times, parallel cells at a time (each run on
 // its own network; 1 leaves the machine's cores to one cluster), and judges
 // each cell as soon as its runs are done. The results are in the order of
-// cells, whatever order they finished in. Run i of the cell at place p of
-// the grid has seed base.Seed + p×runs + i, whichever shard runs it.
+// cells, whatever order they finished in. Run i of a cell has seed
+// SeedOf(base.Seed, cell) + i, whichever shard runs it.
 func Run(ctx context.Context, cells []Planned, runs, parallel int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
 	out := make([]CellResult, len(cells))
 	ran := make([]bool, len(cells))
@@ -190,15 +191,10 @@ func runCell(ctx context.Context, p Planned, runs int, base config.Config, opts 
 	cr := CellResult{Index: p.Index, Cell: c}
 	cr.Expect, cr.Reason = exp.For(c)
 	began := time.Now()
-	// A mutant's control runs its variant's seeds (MutantCells puts it
-	// right after the variant): only the client may differ between them.
-	place := p.Index
-	if c.Mutant != nil && c.Variant == config.Correct {
-		place--
-	}
+	first := SeedOf(base.Seed, c)
 	for i := 0; i < runs && ctx.Err() == nil; i++ {
 		cfg := c.config(base)
-		cfg.Seed = base.Seed + int64(place*runs+i)
+		cfg.Seed = first + int64(i)
 		fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
 		rep, err := run(ctx, cfg, opts)
 		cr.Runs = append(cr.Runs, result(cfg, rep, err))
@@ -207,6 +203,22 @@ func runCell(ctx context.Context, p Planned, runs int, base config.Config, opts 
 	cr.judge()
 	fmt.Fprintf(log, "%s: %s (expected %s)\n", c.Name(), cr.Outcome, cr.Expect)
 	return cr
+}
+
+// SeedOf is the seed of a cell's first run; run i has SeedOf + i. It is
+// a hash of the base seed and the cell's name, so adding cells to a grid,
+// removing some, or dealing it into shards never changes a cell's seeds,
+// and a later invocation can go on at a cell's next unused run. A
+// mutant's control runs its variant's seeds: only the client may differ
+// between them.
+func SeedOf(base int64, c Cell) int64 {
+	if c.Mutant != nil && c.Variant == config.Correct {
+		c.Variant = c.Mutant.Variant
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s", base, c.Name())
+	// 2^62 leaves room above for any run number, and keeps seeds positive.
+	return int64(h.Sum64() >> 2)
 }
 
 // lineWriter passes whole lines to w, one writer at a time.

@@ -81,15 +81,16 @@ func TestMutantsRefuseUnknownVariants(t *testing.T) {
 }
 
 // mutantRun stands in for runner.Run: the variant is caught in the runs
-// listed, the control invalid in those listed.
-func mutantRun(caughtRuns, badControl map[int64]bool, caught string) Runner {
+// listed (by their number, from the seed of the first, first), the control
+// invalid in those listed.
+func mutantRun(first int64, caughtRuns, badControl map[int64]bool, caught string) Runner {
 	return func(_ context.Context, cfg config.Config, _ runner.Options) (*rundir.Results, error) {
 		rep := &rundir.Results{Verdict: checkers.Valid, Checkers: []checkers.Result{{Checker: "progress", Valid: checkers.Valid}}}
-		variant := cfg.Variant != config.Correct
-		if variant && caughtRuns[cfg.Seed] || !variant && badControl[cfg.Seed] {
+		variant, i := cfg.Variant != config.Correct, cfg.Seed-first
+		if variant && caughtRuns[i] || !variant && badControl[i] {
 			rep.Verdict = checkers.Invalid
 			rep.Checkers = append(rep.Checkers, checkers.Result{Checker: caught, Valid: checkers.Invalid,
-				Anomalies: []checkers.Anomaly{{Time: (cfg.Seed%10 + 1) * 1e9}}})
+				Anomalies: []checkers.Anomaly{{Time: (i + 1) * 1e9}}})
 		}
 		return rep, nil
 	}
@@ -103,7 +104,11 @@ func TestMutantScore(t *testing.T) {
 	}
 	exp := &Expectations{}
 	base := mutantBase()
-	// Seeds: the variant's runs are 1500..1504, and so are its control's.
+	// The variant's runs are 0..4, and its control's the same seeds.
+	first := SeedOf(base.Seed, cells[0])
+	if SeedOf(base.Seed, cells[1]) != first {
+		t.Fatal("the control does not run its variant's seeds")
+	}
 	for _, c := range []struct {
 		name        string
 		caught, bad map[int64]bool
@@ -112,15 +117,15 @@ func TestMutantScore(t *testing.T) {
 		exit        int
 		table       string
 	}{
-		{"caught every time", map[int64]bool{1500: true, 1501: true, 1502: true, 1503: true, 1504: true}, nil, Met, Met, 0,
+		{"caught every time", map[int64]bool{0: true, 1: true, 2: true, 3: true, 4: true}, nil, Met, Met, 0,
 			"| redis | no-renew | none | fence | 5 / 5 | 3.0 s | valid valid valid valid valid |"},
-		{"survives a run", map[int64]bool{1500: true, 1501: true, 1503: true, 1504: true}, nil, Contradicted, Met, 1,
+		{"survives a run", map[int64]bool{0: true, 1: true, 3: true, 4: true}, nil, Contradicted, Met, 1,
 			"| redis | no-renew | none | fence | 4 / 5 | 3.0 s |"},
-		{"control invalid", map[int64]bool{1500: true, 1501: true, 1502: true, 1503: true, 1504: true}, map[int64]bool{1502: true}, Met, Contradicted, 1,
+		{"control invalid", map[int64]bool{0: true, 1: true, 2: true, 3: true, 4: true}, map[int64]bool{2: true}, Met, Contradicted, 1,
 			"valid valid invalid valid valid |"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rs := Run(context.Background(), Plan(cells), 5, 1, base, runner.Options{}, exp, mutantRun(c.caught, c.bad, m.Caught), new(strings.Builder))
+			rs := Run(context.Background(), Plan(cells), 5, 1, base, runner.Options{}, exp, mutantRun(first, c.caught, c.bad, m.Caught), new(strings.Builder))
 			if rs[0].Outcome != c.variant || rs[1].Outcome != c.control || Exit(rs) != c.exit {
 				t.Errorf("outcomes %s, %s, exit %d; want %s, %s, exit %d", rs[0].Outcome, rs[1].Outcome, Exit(rs), c.variant, c.control, c.exit)
 			}

@@ -284,3 +284,33 @@ func TestRunParallelKeepsOrderAndSeeds(t *testing.T) {
 		t.Errorf("four lanes estimated at more than a third of one")
 	}
 }
+
+// A cell's seeds are its own: the same in a grid of other cells, alone,
+// or behind cells added before it, and different from its neighbours'.
+func TestSeedsBelongToTheCell(t *testing.T) {
+	exp, err := LoadExpectations("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := shardGrid(t)
+	last := cells[len(cells)-1]
+	whole := Run(context.Background(), Plan(cells), 2, 1, shardBase, runner.Options{Out: io.Discard}, exp, seedRun, io.Discard)
+	alone := Run(context.Background(), Plan([]Cell{last}), 2, 1, shardBase, runner.Options{Out: io.Discard}, exp, seedRun, io.Discard)
+	w := whole[len(whole)-1]
+	for i := range 2 {
+		if w.Runs[i].Seed != alone[0].Runs[i].Seed || w.Runs[i].Seed != SeedOf(shardBase.Seed, last)+int64(i) {
+			t.Errorf("run %d: seed %d in the grid, %d alone, want %d", i, w.Runs[i].Seed, alone[0].Runs[i].Seed, SeedOf(shardBase.Seed, last)+int64(i))
+		}
+	}
+	seen := map[int64]string{}
+	for _, c := range cells {
+		s := SeedOf(shardBase.Seed, c)
+		if other, ok := seen[s]; ok {
+			t.Errorf("%s and %s share seed %d", c.Name(), other, s)
+		}
+		seen[s] = c.Name()
+	}
+	if SeedOf(shardBase.Seed, last) == SeedOf(shardBase.Seed+1, last) {
+		t.Error("the base seed does not change the cell's seeds")
+	}
+}
