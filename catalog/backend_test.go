@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -157,7 +158,7 @@ func TestPostgresRefusesWhatIsNoCatalog(t *testing.T) {
 	}
 }
 
-// TestPostgresMigrates opens a schema-1 catalog with a test-only second
+// TestPostgresMigrates opens a current catalog with a test-only next
 // migration: the rows survive and the new column has its default.
 func TestPostgresMigrates(t *testing.T) {
 	base := os.Getenv(PostgresEnv)
@@ -170,19 +171,21 @@ func TestPostgresMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	two := append(migrations[:1:1], `ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT 'none'`)
-	c, err = openPostgres(path, two)
+	// One test-only migration past this lockbench's.
+	next := append(slices.Clone(migrations), `ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT 'none'`)
+	want := strconv.Itoa(len(next))
+	c, err = openPostgres(path, next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var schema string
-	if err := c.db.QueryRow(`SELECT value FROM catalog WHERE key = 'schema'`).Scan(&schema); err != nil || schema != "2" {
-		t.Fatalf("schema %q (%v), want 2", schema, err)
+	if err := c.db.QueryRow(`SELECT value FROM catalog WHERE key = 'schema'`).Scan(&schema); err != nil || schema != want {
+		t.Fatalf("schema %q (%v), want %s", schema, err, want)
 	}
 	if c2, err := Open(path); err == nil {
 		c2.Close()
-		t.Error("a schema-2 catalog opened with schema 1's migrations")
+		t.Errorf("a schema-%s catalog opened by a lockbench of schema %d", want, Schema())
 	}
 }
 

@@ -74,6 +74,12 @@ var migrations = []string{
 		PRIMARY KEY (run_id, start, seed, n),
 		FOREIGN KEY (run_id, start, seed) REFERENCES runs (run_id, start, seed));
 	INSERT INTO catalog (key, value) VALUES ('lockbench', 'catalog'), ('schema', '1');`,
+	// 2: the matrix cell a run was one of and its grid's flags, by which
+	// matrix --until-decided pools runs; and whether it was interrupted,
+	// which makes it no verdict.
+	`ALTER TABLE runs ADD COLUMN cell TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN flags TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN interrupted BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // Schema is the schema this lockbench writes.
@@ -249,8 +255,12 @@ type Entry struct {
 
 // Record records a judged run in one transaction: its configuration
 // once, and its judgment by this revision beside any others.
-func (c *Catalog) Record(e Entry) error {
-	cfg := e.Test.Config
+func (c *Catalog) Record(e Entry) error { return c.RecordMeasured(e.Measured()) }
+
+// RecordMeasured records a run as a measured line keeps it, as Record
+// would have the run's directory.
+func (c *Catalog) RecordMeasured(m Measured) error {
+	cfg := m.Config
 	js := func(v any) string {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -258,7 +268,11 @@ func (c *Catalog) Record(e Entry) error {
 		}
 		return string(b)
 	}
-	start := e.Test.Start.UTC().Format(time.RFC3339Nano)
+	start := m.Start.UTC().Format(time.RFC3339Nano)
+	interrupted := 0
+	if m.Interrupted {
+		interrupted = 1
+	}
 	tx, err := c.db.Begin()
 	if err != nil {
 		return fmt.Errorf("catalog %s: %w", c.path, err)
@@ -268,33 +282,33 @@ func (c *Catalog) Record(e Entry) error {
 		q    string
 		args []any
 	}{
-		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, host)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, host, cell, flags, interrupted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (run_id, start, seed) DO UPDATE SET dir = excluded.dir`,
-			[]any{e.Test.RunID, start, cfg.Seed, e.Test.Name, e.Dir, cfg.Backend, cfg.Workload, strings.Join(cfg.Nemesis, "+"), string(cfg.Fence),
+			[]any{m.RunID, start, cfg.Seed, m.Name, m.Dir, cfg.Backend, cfg.Workload, strings.Join(cfg.Nemesis, "+"), string(cfg.Fence),
 				cfg.Store, cfg.Variant, cfg.TTL.D().String(), cfg.Concurrency, cfg.RTT.D().String(), cfg.Work, cfg.PauseTarget,
-				js(cfg), js(e.Test.Versions), hostClass(e.Test)}},
+				js(cfg), js(m.Versions), m.Host, m.Cell, m.Flags, interrupted}},
 		{`INSERT INTO judgments (run_id, start, seed, revision, checked, verdict, evidence, checkers, metrics)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (run_id, start, seed, revision) DO UPDATE SET checked = excluded.checked, verdict = excluded.verdict,
 			evidence = excluded.evidence, checkers = excluded.checkers, metrics = excluded.metrics`,
-			[]any{e.Test.RunID, start, cfg.Seed, e.Results.Lockbench, e.Results.Checked.UTC().Format(time.RFC3339Nano), string(e.Results.Verdict),
-				e.Results.Evidence, js(summaries(e.Results.Checkers)), js(e.Metrics)}},
-		{`DELETE FROM faults WHERE run_id = $1 AND start = $2 AND seed = $3`, []any{e.Test.RunID, start, cfg.Seed}},
+			[]any{m.RunID, start, cfg.Seed, m.Revision, m.Checked.UTC().Format(time.RFC3339Nano), string(m.Verdict),
+				m.Evidence, js(m.Checkers), js(m.Metrics)}},
+		{`DELETE FROM faults WHERE run_id = $1 AND start = $2 AND seed = $3`, []any{m.RunID, start, cfg.Seed}},
 	}
 	for _, s := range stmts {
 		if _, err := tx.Exec(s.q, s.args...); err != nil {
-			return fmt.Errorf("catalog %s: record %s: %w", c.path, e.Dir, err)
+			return fmt.Errorf("catalog %s: record %s: %w", c.path, m.Dir, err)
 		}
 	}
-	for n, f := range faultsOf(e.Results.Checkers) {
+	for n, f := range m.Faults {
 		if _, err := tx.Exec(`INSERT INTO faults (run_id, start, seed, n, fault, start_ns, end_ns, healthy_ns, targets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			e.Test.RunID, start, cfg.Seed, n, f.Fault, f.Start, f.End, f.Healthy, strings.Join(f.Targets, ",")); err != nil {
-			return fmt.Errorf("catalog %s: record %s: %w", c.path, e.Dir, err)
+			m.RunID, start, cfg.Seed, n, f.Fault, f.Start, f.End, f.Healthy, strings.Join(f.Targets, ",")); err != nil {
+			return fmt.Errorf("catalog %s: record %s: %w", c.path, m.Dir, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("catalog %s: record %s: %w", c.path, e.Dir, err)
+		return fmt.Errorf("catalog %s: record %s: %w", c.path, m.Dir, err)
 	}
 	return nil
 }

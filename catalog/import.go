@@ -42,9 +42,9 @@ func Judged(dir string) (Entry, error) {
 }
 
 // Import records every judged run under each path (a run's directory, a
-// results tree, a matrix's or a merged shard's output) and returns how many
-// it recorded. A run not yet judged (no results.json) is skipped: it is
-// recorded once it is checked.
+// results tree, a matrix's or a merged shard's output, a measured file or
+// directory) and returns how many it recorded. A run not yet judged (no
+// results.json) is skipped: it is recorded once it is checked.
 func (c *Catalog) Import(paths ...string) (recorded, skipped int, err error) {
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
@@ -55,6 +55,19 @@ func (c *Catalog) Import(paths ...string) (recorded, skipped int, err error) {
 				return err
 			}
 			if !d.IsDir() {
+				if !isMeasured(path) {
+					return nil
+				}
+				ms, err := ReadMeasured(path)
+				if err != nil {
+					return err
+				}
+				for _, m := range ms {
+					if err := c.RecordMeasured(m); err != nil {
+						return err
+					}
+				}
+				recorded += len(ms)
 				return nil
 			}
 			if _, err := os.Stat(filepath.Join(path, rundir.TestFile)); err != nil {

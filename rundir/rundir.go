@@ -70,6 +70,23 @@ type Test struct {
 	// End is set once the clients have stopped and their events are all
 	// recorded; a run without it was cut short (the harness was killed).
 	End *time.Time `json:"end,omitempty"`
+	// Interrupted is set when the run was stopped before its time limit
+	// (Ctrl-C, a signal): its verdict covers only part of a run, so it is
+	// no verdict on the run.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Cell is the matrix cell the run was one of; absent for a run of its
+	// own.
+	Cell *Cell `json:"cell,omitempty"`
+}
+
+// Cell is a run's place in a matrix: what pools it with the cell's other
+// runs, across invocations and machines.
+type Cell struct {
+	// Name is the cell's name (matrix.Cell.Name).
+	Name string `json:"name"`
+	// Flags is the digest of everything the grid set on its runs besides
+	// the cell's own axes and the seed: runs pool only when it matches.
+	Flags string `json:"flags"`
 }
 
 // HostClass is what makes two runs' latencies comparable: the engine

@@ -70,6 +70,9 @@ type Options struct {
 	// Phase, when set, is told how long each phase of the run took, in
 	// order: the benchmark of a run's overhead breaks it down by phase.
 	Phase func(name string, took time.Duration)
+	// Cell, when set, is the matrix cell this run is one of, for
+	// test.json.
+	Cell *rundir.Cell
 }
 
 type run struct {
@@ -140,7 +143,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 	}
 	test := rundir.Test{Name: cfg.TestName(), RunID: newRunID(), Start: time.Now().UTC(), Command: opts.Command, Config: cfg, Image: image, Controller: ctl,
 		Images: others, Versions: map[string]string{"lockbench": verdict.Version(), "go": runtime.Version(), "docker-engine": eng.Version},
-		HostClass: &rundir.HostClass{Cores: eng.Cores, Engine: eng.Version, StorageDriver: eng.StorageDriver}}
+		HostClass: &rundir.HostClass{Cores: eng.Cores, Engine: eng.Version, StorageDriver: eng.StorageDriver}, Cell: opts.Cell}
 	dir := rundir.Path(opts.Results, test.Name, test.Start)
 	if err := os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
@@ -193,7 +196,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 	// The clients have stopped and every event they printed is recorded: the
 	// history is complete up to here, which `check` needs to know.
 	end := time.Now().UTC()
-	test.End = &end
+	test.End, test.Interrupted = &end, interrupted
 	maps.Copy(test.Versions, <-r.versions)
 	if werr := rundir.WriteJSON(dir, rundir.TestFile, test); werr != nil && err == nil {
 		err = werr
