@@ -79,6 +79,7 @@ var migrations = []string{
 	// which makes it no verdict.
 	`ALTER TABLE runs ADD COLUMN cell TEXT NOT NULL DEFAULT '';
 	ALTER TABLE runs ADD COLUMN flags TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN cell_spec TEXT NOT NULL DEFAULT '';
 	ALTER TABLE runs ADD COLUMN interrupted BIGINT NOT NULL DEFAULT 0;`,
 }
 
@@ -282,12 +283,12 @@ func (c *Catalog) RecordMeasured(m Measured) error {
 		q    string
 		args []any
 	}{
-		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, host, cell, flags, interrupted)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		{`INSERT INTO runs (run_id, start, seed, name, dir, backend, workload, nemesis, fence, store, variant, ttl, concurrency, rtt, work, pause_target, config, versions, host, cell, flags, cell_spec, interrupted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		ON CONFLICT (run_id, start, seed) DO UPDATE SET dir = excluded.dir`,
 			[]any{m.RunID, start, cfg.Seed, m.Name, m.Dir, cfg.Backend, cfg.Workload, strings.Join(cfg.Nemesis, "+"), string(cfg.Fence),
 				cfg.Store, cfg.Variant, cfg.TTL.D().String(), cfg.Concurrency, cfg.RTT.D().String(), cfg.Work, cfg.PauseTarget,
-				js(cfg), js(m.Versions), m.Host, m.Cell, m.Flags, interrupted}},
+				js(cfg), js(m.Versions), m.Host, m.Cell, m.Flags, string(m.CellSpec), interrupted}},
 		{`INSERT INTO judgments (run_id, start, seed, revision, checked, verdict, evidence, checkers, metrics)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (run_id, start, seed, revision) DO UPDATE SET checked = excluded.checked, verdict = excluded.verdict,

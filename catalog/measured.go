@@ -30,9 +30,10 @@ type Measured struct {
 	Seed  int64     `json:"seed"`
 	// Cell and Flags are the matrix cell's name and its grid's flags
 	// digest (rundir.Cell); empty for a run of no matrix.
-	Cell  string `json:"cell,omitempty"`
-	Flags string `json:"flags,omitempty"`
-	Name  string `json:"name"`
+	Cell     string          `json:"cell,omitempty"`
+	Flags    string          `json:"flags,omitempty"`
+	CellSpec json.RawMessage `json:"cell_spec,omitempty"`
+	Name     string          `json:"name"`
 	// Dir is where the run's files were: absolute in a catalog, relative
 	// to its results root (test name/start) in a measured file.
 	Dir         string            `json:"dir"`
@@ -59,7 +60,7 @@ func (e Entry) Measured() Measured {
 		Interrupted: e.Test.Interrupted, Config: e.Test.Config, Versions: e.Test.Versions, Host: hostClass(e.Test),
 		Checkers: summaries(e.Results.Checkers), Faults: faultsOf(e.Results.Checkers), Metrics: e.Metrics}
 	if e.Test.Cell != nil {
-		m.Cell, m.Flags = e.Test.Cell.Name, e.Test.Cell.Flags
+		m.Cell, m.Flags, m.CellSpec = e.Test.Cell.Name, e.Test.Cell.Flags, e.Test.Cell.Spec
 	}
 	if m.Interrupted {
 		m.Verdict, m.Evidence = checkers.Unknown, ""
@@ -200,21 +201,30 @@ func (c *Catalog) CellRuns(cell, flags string, compatible func(revision string) 
 	return runs, len(all) - len(judged), nil
 }
 
-// MeasuredCells are the cells of the catalog's matrix runs, by name, with
-// the flags digests each was run under.
-func (c *Catalog) MeasuredCells() (map[string][]string, error) {
-	rows, err := c.db.Query(`SELECT DISTINCT cell, flags FROM runs WHERE cell <> '' ORDER BY cell, flags`)
+// MeasuredCell is a cell the catalog has matrix runs of: its name, the
+// flags digest they ran under, and the cell itself (rundir.Cell.Spec).
+type MeasuredCell struct {
+	Name, Flags string
+	Spec        json.RawMessage
+}
+
+// MeasuredCells are the cells of the catalog's matrix runs, by name and
+// flags.
+func (c *Catalog) MeasuredCells() ([]MeasuredCell, error) {
+	rows, err := c.db.Query(`SELECT cell, flags, MAX(cell_spec) FROM runs WHERE cell <> '' GROUP BY cell, flags ORDER BY cell, flags`)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", c.path, err)
 	}
 	defer rows.Close()
-	out := map[string][]string{}
+	var out []MeasuredCell
 	for rows.Next() {
-		var cell, flags string
-		if err := rows.Scan(&cell, &flags); err != nil {
+		var m MeasuredCell
+		var spec string
+		if err := rows.Scan(&m.Name, &m.Flags, &spec); err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", c.path, err)
 		}
-		out[cell] = append(out[cell], flags)
+		m.Spec = json.RawMessage(spec)
+		out = append(out, m)
 	}
 	return out, rows.Err()
 }

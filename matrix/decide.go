@@ -61,11 +61,14 @@ type Tally struct {
 	Invalid int `json:"invalid" yaml:"invalid"`
 	Judged  int `json:"judged" yaml:"judged"`
 	Errors  int `json:"errors,omitempty" yaml:"errors,omitempty"`
+	// Weak are the valid runs whose faults never reached a holder
+	// (checkers.WeakEvidence), as this invocation saw them.
+	Weak int `json:"weak,omitempty" yaml:"-"`
 }
 
 // Add is the tally of both: runs pooled across invocations add up.
 func (t Tally) Add(o Tally) Tally {
-	return Tally{Invalid: t.Invalid + o.Invalid, Judged: t.Judged + o.Judged, Errors: t.Errors + o.Errors}
+	return Tally{Invalid: t.Invalid + o.Invalid, Judged: t.Judged + o.Judged, Errors: t.Errors + o.Errors, Weak: t.Weak + o.Weak}
 }
 
 // Runs is every run the tally counts, errors included.

@@ -37,6 +37,50 @@ type Expectations struct {
 	Rules []Rule `yaml:"rules"`
 	// Mutants are the cells of `matrix --preset mutants`.
 	Mutants []Mutant `yaml:"mutants"`
+	// Measured are the classes the cells' runs decided, by cell name
+	// (`matrix derive` writes them): a cell's expectation is its measured
+	// class where there is one for the grid's flags, else its rule's.
+	Measured map[string]MeasuredCell `yaml:"measured,omitempty"`
+
+	// grid is the configuration the cells run under (Under): a measured
+	// class is used only for a cell measured under the same flags.
+	grid *config.Config
+}
+
+// MeasuredCell is what the measured runs of a cell decided.
+type MeasuredCell struct {
+	Class   string `yaml:"class"`
+	Invalid int    `yaml:"invalid"`
+	Judged  int    `yaml:"judged"`
+	Errors  int    `yaml:"errors,omitempty"`
+	// CIRuns is R: how many runs CI gives an invalid cell.
+	CIRuns int `yaml:"ci_runs,omitempty"`
+	// Revision is the newest lockbench that judged the runs, Flags the
+	// digest of the flags they ran under (FlagsOf).
+	Revision string `yaml:"revision"`
+	Flags    string `yaml:"flags"`
+}
+
+// Under says which configuration the cells run under, so that their
+// measured classes apply; without it only the rules do.
+func (e *Expectations) Under(base config.Config) { e.grid = &base }
+
+// measured is the cell's measured class under the grid's flags.
+func (e *Expectations) measured(c Cell) (MeasuredCell, bool) {
+	m, ok := e.Measured[c.Name()]
+	if !ok || e.grid == nil || m.Flags != FlagsOf(c, *e.grid) {
+		return MeasuredCell{}, false
+	}
+	return m, true
+}
+
+// CIRuns is how many runs a cell measured invalid needs in CI (its R); 0
+// for any other cell.
+func (e *Expectations) CIRuns(c Cell) int {
+	if m, ok := e.measured(c); ok && m.Class == ClassInvalid {
+		return m.CIRuns
+	}
+	return 0
 }
 
 // Rule matches cells on the fields it sets; an empty field matches anything.
@@ -90,14 +134,50 @@ func LoadExpectations(path string) (*Expectations, error) {
 			return nil, fmt.Errorf("expectations %s: %w", path, err)
 		}
 	}
+	for name, m := range e.Measured {
+		if err := m.check(); err != nil {
+			return nil, fmt.Errorf("expectations %s: measured %s: %w", path, name, err)
+		}
+	}
 	return &e, nil
 }
 
-// For returns what c should give and why; a cell no rule matches may give
-// either verdict. A cell that combines faults (pause+partition) expects
-// what its faults' cells expect together (combine), unless a rule names
-// the combination itself.
+func (m MeasuredCell) check() error {
+	switch {
+	case m.Class != ClassInvalid && m.Class != ClassValid && m.Class != ClassEither && m.Class != ClassFinding:
+		return fmt.Errorf("class %q (want %s, %s, %s or %s)", m.Class, ClassInvalid, ClassValid, ClassEither, ClassFinding)
+	case m.Invalid < 0 || m.Judged < m.Invalid || m.Errors < 0:
+		return fmt.Errorf("%d invalid of %d judged", m.Invalid, m.Judged)
+	case m.Class == ClassInvalid && m.CIRuns < 1:
+		return fmt.Errorf("an invalid cell needs its ci_runs")
+	case m.Flags == "" || m.Revision == "":
+		return fmt.Errorf("flags and revision are needed")
+	}
+	return nil
+}
+
+// For returns what c should give and why: its measured class under the
+// grid's flags (Under) where there is one, else its rule's (RuleFor). A
+// finding keeps its rule's expectation: the anomaly found is for people to
+// look at, and CI goes on failing when it finds it again.
 func (e *Expectations) For(c Cell) (string, string) {
+	expect, reason := e.RuleFor(c)
+	m, ok := e.measured(c)
+	if !ok || m.Class == ClassFinding {
+		return expect, reason
+	}
+	why := fmt.Sprintf("measured %s, %d/%d invalid", m.Class, m.Invalid, m.Judged)
+	if m.Class == ClassInvalid {
+		why += fmt.Sprintf(", %d CI run(s)", m.CIRuns)
+	}
+	return m.Class, why + "; the rule: " + expect + ", " + reason
+}
+
+// RuleFor returns what the rules say c should give and why; a cell no
+// rule matches may give either verdict. A cell that combines faults
+// (pause+partition) expects what its faults' cells expect together
+// (combine), unless a rule names the combination itself.
+func (e *Expectations) RuleFor(c Cell) (string, string) {
 	if c.Mutant != nil {
 		return mutantExpectation(c)
 	}
@@ -107,7 +187,7 @@ func (e *Expectations) For(c Cell) (string, string) {
 		for _, f := range faults {
 			one := c
 			one.Nemesis = f
-			x, why := e.For(one)
+			x, why := e.RuleFor(one)
 			expects, reasons = append(expects, x), append(reasons, f+": "+why)
 		}
 		expect, reason = combine(expects), strings.Join(reasons, "; ")

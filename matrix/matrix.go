@@ -132,6 +132,12 @@ type CellResult struct {
 	Outcome       string      `json:"outcome"`
 	DetectionRate float64     `json:"detection_rate"`
 	Seconds       float64     `json:"seconds"`
+	// Decision is the cell's class under --until-decided, from Prior (what
+	// earlier invocations measured) and Runs together.
+	Decision *Decision `json:"decision,omitempty"`
+	Prior    Tally     `json:"prior"`
+	// Error is why the cell could not run.
+	Error string `json:"error,omitempty"`
 }
 
 // Runner runs one test; runner.Run in production.
@@ -143,6 +149,14 @@ type Runner func(ctx context.Context, cfg config.Config, opts runner.Options) (*
 // cells, whatever order they finished in. Run i of a cell has seed
 // SeedOf(base.Seed, cell) + i, whichever shard runs it.
 func Run(ctx context.Context, cells []Planned, runs, parallel int, base config.Config, opts runner.Options, exp *Expectations, run Runner, log io.Writer) []CellResult {
+	return runAll(ctx, cells, parallel, opts, log, func(ctx context.Context, p Planned, o runner.Options, l io.Writer) CellResult {
+		return runCell(ctx, p, runs, base, o, exp, run, l)
+	})
+}
+
+// runAll runs each cell with cell, parallel at a time, and returns the
+// results of the cells it ran in grid order.
+func runAll(ctx context.Context, cells []Planned, parallel int, opts runner.Options, log io.Writer, cell func(context.Context, Planned, runner.Options, io.Writer) CellResult) []CellResult {
 	out := make([]CellResult, len(cells))
 	ran := make([]bool, len(cells))
 	lines := &lineWriter{w: log}
@@ -161,7 +175,7 @@ func Run(ctx context.Context, cells []Planned, runs, parallel int, base config.C
 					l = lines.prefixed("")
 					o.Out = lines.prefixed(cells[i].Cell.Name() + ": ")
 				}
-				out[i] = runCell(ctx, cells[i], runs, base, o, exp, run, l)
+				out[i] = cell(ctx, cells[i], o, l)
 				ran[i] = true
 			}
 		}()
@@ -192,6 +206,10 @@ func runCell(ctx context.Context, p Planned, runs int, base config.Config, opts 
 	cr.Expect, cr.Reason = exp.For(c)
 	began := time.Now()
 	first := SeedOf(base.Seed, c)
+	// A cell measured invalid runs as often as its measurement says CI
+	// must run it to miss the anomaly no more often than the flake rate.
+	runs = max(runs, exp.CIRuns(c))
+	opts.Cell = c.record(FlagsOf(c, base))
 	for i := 0; i < runs && ctx.Err() == nil; i++ {
 		cfg := c.config(base)
 		cfg.Seed = first + int64(i)

@@ -119,6 +119,10 @@ func Markdown(dir string, s Summary) string {
 	b.WriteString("\nExpectations:\n\n")
 	for _, c := range s.Cells {
 		fmt.Fprintf(&b, "- `%s`: %s — %s\n", c.Cell.Name(), c.Expect, c.Reason)
+		if c.Decision != nil {
+			// The stopping rule with its numbers, from every run pooled.
+			fmt.Fprintf(&b, "  - decided by %d earlier and %d new run(s): %s\n", c.Prior.Runs(), len(c.Runs), c.Decision)
+		}
 	}
 	if len(s.Skipped) > 0 {
 		b.WriteString("\nLeft out:\n\n")

@@ -87,6 +87,9 @@ type Cell struct {
 	// Flags is the digest of everything the grid set on its runs besides
 	// the cell's own axes and the seed: runs pool only when it matches.
 	Flags string `json:"flags"`
+	// Spec is the cell itself (matrix.Cell), from which its expectation
+	// is found again.
+	Spec json.RawMessage `json:"spec"`
 }
 
 // HostClass is what makes two runs' latencies comparable: the engine

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/catalog"
 	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/matrix"
 	"github.com/lockbench/lockbench/rundir"
@@ -53,6 +55,9 @@ func newMatrixCmd() *cobra.Command {
 		shardFlag, preset   string
 		dryRun              bool
 		out                 output
+		until               bool
+		rule                = matrix.DefaultStopRule
+		measured            string
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -100,6 +105,21 @@ func newMatrixCmd() *cobra.Command {
 			exp, err := matrix.LoadExpectations(expectations)
 			if err != nil {
 				return fail(exitUsage, err)
+			}
+			exp.Under(base)
+			if until {
+				if err := rule.Check(); err != nil {
+					return fail(exitUsage, err)
+				}
+				if cmd.Flags().Changed("runs") {
+					return fail(exitUsage, fmt.Errorf("--runs and --until-decided: the stopping rule decides how many runs a cell gets (--min-runs, --max-runs)"))
+				}
+				if remote {
+					return fail(exitUsage, fmt.Errorf("--until-decided reads the catalog of the machine the runs are on: run it on the engine's host (--controller local)"))
+				}
+			}
+			if measured != "" && !until {
+				return fail(exitUsage, fmt.Errorf("--measured goes with --until-decided"))
 			}
 			// The shared knobs and every axis value are checked before the
 			// grid: a typo must not silently empty a column.
@@ -171,6 +191,14 @@ func newMatrixCmd() *cobra.Command {
 				return err
 			}
 			defer rec.close()
+			if until {
+				if rec == nil {
+					return fail(exitUsage, fmt.Errorf("--until-decided goes on from the runs in the catalog: it cannot run with --catalog %s", noCatalog))
+				}
+				if err := rec.measureInto(measured, opts.Out); err != nil {
+					return err
+				}
+			}
 			ctx, release := interruptible()
 			defer release()
 			if remote {
@@ -190,7 +218,15 @@ func newMatrixCmd() *cobra.Command {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return fail(exitHarness, fmt.Errorf("matrix directory: %w", err))
 			}
-			results := matrix.Run(ctx, plan, runs, parallel, base, opts, exp, rec.recording(runner.Run), opts.Out)
+			var results []matrix.CellResult
+			if until {
+				u := matrix.Until{Rule: rule, Prior: func(cell, flags string) ([]catalog.CellRun, int, error) {
+					return rec.c.CellRuns(cell, flags, verdict.Compatible)
+				}}
+				results = matrix.RunUntilDecided(ctx, plan, parallel, base, opts, exp, u, rec.recording(runner.Run), opts.Out)
+			} else {
+				results = matrix.Run(ctx, plan, runs, parallel, base, opts, exp, rec.recording(runner.Run), opts.Out)
+			}
 			sum := matrix.Summary{Started: began.UTC(), Seconds: time.Since(began).Seconds(), Runs: runs,
 				Cells: results, Skipped: skipped, Exit: matrix.Exit(results), Interrupted: ctx.Err() != nil,
 				Grid: matrix.GridDigest(cells, skipped, runs, base), Expectations: exp.Digest(), Lockbench: verdict.Version()}
@@ -226,7 +262,10 @@ func newMatrixCmd() *cobra.Command {
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell; faults joined by "+config.Combine+" (pause"+config.Combine+"partition) are one cell running them all")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
 	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend, postgres to the postgres backend)")
-	f.IntVar(&runs, "runs", 1, "runs per cell")
+	f.IntVar(&runs, "runs", 1, "runs per cell (a cell measured invalid runs as many times as its measurement says CI must: its R)")
+	f.BoolVar(&until, "until-decided", false, "run each cell until its runs decide its class (invalid with the R runs CI needs, valid, finding, or either at --max-runs), going on from the runs the catalog holds of it")
+	addStopRule(f, &rule)
+	f.StringVar(&measured, "measured", "", "with --until-decided: a measured directory (one JSON line per run, one file per cell) to import first and to add each run to, so the measurement goes on from another machine")
 	// Measured on 2 cores (README, "Parallel cells"): two at a time halve
 	// the wall time with the verdicts of one at a time; four gain less and
 	// found fewer of the expected anomalies.
@@ -242,8 +281,17 @@ func newMatrixCmd() *cobra.Command {
 		panic(err)
 	}
 	f.Lookup("time-limit").DefValue = "20s"
-	cmd.AddCommand(newMergeCmd(&t, &junit, &out))
+	cmd.AddCommand(newMergeCmd(&t, &junit, &out), newDeriveCmd(&t, &out))
 	return cmd
+}
+
+// addStopRule adds the flags of the rule that decides a cell's class,
+// which matrix --until-decided runs by and matrix derive decides by.
+func addStopRule(f *pflag.FlagSet, rule *matrix.StopRule) {
+	f.IntVar(&rule.MinRuns, "min-runs", rule.MinRuns, "runs without an invalid one that decide a cell valid")
+	f.IntVar(&rule.MaxRuns, "max-runs", rule.MaxRuns, "runs after which a cell not decided is either")
+	f.IntVar(&rule.MaxCIRuns, "max-ci-runs", rule.MaxCIRuns, "the most runs CI may give a cell decided invalid (its R)")
+	f.Float64Var(&rule.Flake, "flake", rule.Flake, "the accepted chance that CI's R runs of an invalid cell all miss its anomaly")
 }
 
 // newMergeCmd is `matrix merge`: the shards of one grid as one matrix. It

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,6 +30,27 @@ const noCatalog = "none"
 type recorder struct {
 	c    *catalog.Catalog
 	path string
+	// measured, when set, is a measured directory each matrix run is
+	// also added to, one line in its cell's file.
+	measured string
+}
+
+// measureInto imports the measured directory dir into the catalog, so
+// that the runs measured elsewhere count, and adds each run recorded from
+// here on to it; "" does nothing.
+func (r *recorder) measureInto(dir string, w io.Writer) error {
+	if dir == "" {
+		return nil
+	}
+	if _, err := os.Stat(dir); err == nil {
+		n, _, err := r.c.Import(dir)
+		if err != nil {
+			return fail(exitUsage, fmt.Errorf("--measured %s: %w", dir, err))
+		}
+		fmt.Fprintf(w, "imported %d measured run(s) from %s into %s\n", n, dir, r.path)
+	}
+	r.measured = dir
+	return nil
 }
 
 // recorder opens the catalog for runs under the results root root ("" for
@@ -58,6 +80,12 @@ func (r *recorder) record(dir string) error {
 	}
 	if err != nil {
 		return fail(exitHarness, fmt.Errorf("record %s in the catalog %s: %w", dir, r.path, err))
+	}
+	// An interrupted run said nothing of its cell: its seed runs again.
+	if r.measured != "" && e.Test.Cell != nil && !e.Test.Interrupted {
+		if err := catalog.AppendMeasured(catalog.MeasuredPath(r.measured, e.Test.Cell.Name), e.Measured()); err != nil {
+			return fail(exitHarness, err)
+		}
 	}
 	return nil
 }
