@@ -114,11 +114,13 @@ func WithMeasured(src []byte, measured map[string]MeasuredCell) ([]byte, error) 
 	}
 	b.WriteString(measuredHead + "\n")
 	for _, name := range slices.Sorted(maps.Keys(measured)) {
-		out, err := yaml.Marshal(map[string]MeasuredCell{name: measured[name]})
-		if err != nil {
+		var out bytes.Buffer
+		enc := yaml.NewEncoder(&out)
+		enc.SetIndent(2)
+		if err := enc.Encode(map[string]MeasuredCell{name: measured[name]}); err != nil {
 			return nil, fmt.Errorf("measured %s: %w", name, err)
 		}
-		for _, l := range strings.SplitAfter(string(out), "\n") {
+		for _, l := range strings.SplitAfter(out.String(), "\n") {
 			if l != "" {
 				b.WriteString("  " + l)
 			}

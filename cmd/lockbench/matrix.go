@@ -167,8 +167,14 @@ func newMatrixCmd() *cobra.Command {
 			}
 			plan := matrix.Plan(cells)
 			estimate := matrix.EstimateParallel(plan, runs, parallel, base)
-			fmt.Fprintf(opts.Out, "%d cells × %d run(s), %d combinations left out; %d at a time, about %s\n", len(cells), runs, len(skipped),
-				parallel, estimate.Round(time.Minute))
+			if until {
+				// How many runs a cell takes is what the runs decide.
+				fmt.Fprintf(opts.Out, "%d cells, each until decided (%d to %d runs), %d combinations left out; %d at a time, about %s per run of every cell\n",
+					len(cells), rule.MinRuns, rule.MaxRuns, len(skipped), parallel, estimate.Round(time.Minute))
+			} else {
+				fmt.Fprintf(opts.Out, "%d cells × %d run(s), %d combinations left out; %d at a time, about %s\n", len(cells), runs, len(skipped),
+					parallel, estimate.Round(time.Minute))
+			}
 			if shard != nil {
 				plan = shard.Of(plan, base)
 				estimate = matrix.EstimateParallel(plan, runs, parallel, base)
