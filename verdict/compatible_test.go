@@ -7,7 +7,7 @@ func TestCompatible(t *testing.T) {
 	defer func() { compatible = saved }()
 	compatible = "# a comment\n0dd4680aaaa\n\n"
 	for v, want := range map[string]bool{
-		Version():                        true,
+		Version():                         true,
 		"v1.0 revision 0dd4680aaaa":       true,
 		"(devel) revision 0dd4680aaaa":    true,
 		"v1.0 revision 0dd4680aaaa-dirty": false,
