@@ -69,8 +69,10 @@ func (a *Aimed) check(i int, before []Aimed) error {
 	if strings.ContainsAny(a.Label, "/ ") {
 		return fmt.Errorf("aimed %d: label %q has a slash or a space", i+1, a.Label)
 	}
-	if slices.ContainsFunc(before, func(b Aimed) bool { return b.Label == a.Label }) {
-		return fmt.Errorf("aimed %d: label %q is taken: twins of one cell must have names of their own", i+1, a.Label)
+	// Entries of different faults never match one cell: only those of the
+	// same fault need labels of their own.
+	if slices.ContainsFunc(before, func(b Aimed) bool { return b.Label == a.Label && b.Nemesis == a.Nemesis }) {
+		return fmt.Errorf("aimed %d: label %q is taken by another %s entry: twins of one cell must have names of their own", i+1, a.Label, a.Nemesis)
 	}
 	if err := checkExpect(a.Expect, a.Reason); err != nil {
 		return fmt.Errorf("aimed %d: %w", i+1, err)
