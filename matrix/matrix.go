@@ -68,6 +68,12 @@ func (c Cell) Name() string {
 	name := fmt.Sprintf("%s/%s/%s/fence-%s", c.Backend, c.Workload, c.Nemesis, c.Fence)
 	if c.Store != config.DefaultStore {
 		name = fmt.Sprintf("%s/%s/%s/store-%s", c.Backend, c.Workload, c.Nemesis, c.Store)
+		// A store the lock service keeps is its own fence, and every
+		// backend refuses another: such a cell is only ever left out,
+		// and its name says why it differs from its fence-none twin.
+		if c.Fence != string(store.FenceNone) {
+			name += "/fence-" + c.Fence
+		}
 	}
 	for _, a := range c.axisNames() {
 		name += "/" + a
