@@ -38,8 +38,9 @@ const (
 )
 
 // ExpectKeys are the keys a run's expectation depends on: the fields a
-// matrix cell is made of.
-var ExpectKeys = []string{"backend", "workload", "nemesis", "fence", "store", "variant"}
+// matrix cell is made of, its sweep axes among them as far as the runs
+// table has a column for them.
+var ExpectKeys = []string{"backend", "workload", "nemesis", "fence", "store", "variant", "ttl", "concurrency", "rtt", "work"}
 
 // Expect is what the matrix expects of the runs whose ExpectKeys have
 // these values: "valid", "invalid" or "either". Runs record no

@@ -37,6 +37,19 @@ var (
 // protected value itself (backends.Keeper).
 const DefaultStore = "lockbench"
 
+// Defaults of the run flags that a matrix cell can vary (--ttl,
+// --concurrency, --work-max): a cell's name says only where it departs
+// from them. The others default to their zero value, Correct and
+// FailClosed.
+const (
+	DefaultTTL         = 2 * time.Second
+	DefaultConcurrency = 5
+	DefaultWorkMax     = 200 * time.Millisecond
+)
+
+// DefaultWork is --work's default, uniform:0-DefaultWorkMax.
+var DefaultWork = workloads.UniformWork(DefaultWorkMax)
+
 // NoFault is the nemesis of a run without faults.
 const NoFault = "none"
 

@@ -59,7 +59,7 @@ func TestUntilDecidedResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells, _ := Grid(Axes{Backends: []string{"cas", "nolock"}, Workloads: []string{"counter"}, Nemeses: []string{"none"},
-		Fences: []string{"none"}, Stores: []string{"lockbench"}}, shardBase)
+		Fences: []string{"none"}, Stores: []string{"lockbench"}}, shardBase, nil)
 	if len(cells) != 2 {
 		t.Fatalf("%d cells", len(cells))
 	}
@@ -123,7 +123,7 @@ func TestUntilDecidedFinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells, _ := Grid(Axes{Backends: []string{"cas"}, Workloads: []string{"counter"}, Nemeses: []string{"none"},
-		Fences: []string{"none"}, Stores: []string{"lockbench"}}, shardBase)
+		Fences: []string{"none"}, Stores: []string{"lockbench"}}, shardBase, nil)
 	if want, _ := exp.RuleFor(cells[0]); want != ExpectValid {
 		t.Fatalf("the cas cell expects %s", want)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/config"
 )
 
@@ -41,6 +42,9 @@ type Expectations struct {
 	// (`matrix derive` writes them): a cell's expectation is its measured
 	// class where there is one for the grid's flags, else its rule's.
 	Measured map[string]MeasuredCell `yaml:"measured,omitempty"`
+	// Aimed are the overrides that aim a fault at the moment a cell left
+	// to chance is about (Grid's aimed twins).
+	Aimed []Aimed `yaml:"aimed"`
 
 	// grid is the configuration the cells run under (Under): a measured
 	// class is used only for a cell measured under the same flags.
@@ -90,14 +94,53 @@ type Rule struct {
 	Nemesis  string `yaml:"nemesis,omitempty"`
 	Fence    string `yaml:"fence,omitempty"`
 	Store    string `yaml:"store,omitempty"`
-	Expect   string `yaml:"expect"`
-	Reason   string `yaml:"reason"`
+	// The sweep axes (matchesAxes): a rule can hold at one TTL and not
+	// at another.
+	TTL         string `yaml:"ttl,omitempty"`
+	Concurrency int    `yaml:"concurrency,omitempty"`
+	RTT         string `yaml:"rtt,omitempty"`
+	Variant     string `yaml:"variant,omitempty"`
+	OnLockError string `yaml:"on_lock_error,omitempty"`
+	CheckLease  *bool  `yaml:"check_lease,omitempty"`
+	Work        string `yaml:"work,omitempty"`
+	Expect      string `yaml:"expect"`
+	Reason      string `yaml:"reason"`
 }
 
 func (r Rule) matches(c Cell) bool {
 	ok := func(want, got string) bool { return want == "" || want == got }
 	return ok(r.Backend, c.Backend) && ok(r.Workload, c.Workload) && ok(r.Nemesis, c.Nemesis) &&
-		ok(r.Fence, c.Fence) && ok(r.Store, c.Store)
+		ok(r.Fence, c.Fence) && ok(r.Store, c.Store) && r.matchesAxes(c)
+}
+
+// checkExpect refuses an expectation other than valid, invalid or either,
+// and one without a reason.
+func checkExpect(expect, reason string) error {
+	switch expect {
+	case ExpectValid, ExpectInvalid, ExpectEither:
+	default:
+		return fmt.Errorf("expect %q (want valid, invalid or either)", expect)
+	}
+	if reason == "" {
+		return fmt.Errorf("no reason")
+	}
+	return nil
+}
+
+// knownVariant refuses a client variant no backend offers.
+func knownVariant(v string) error {
+	if !slices.Contains(backends.VariantNames(), v) {
+		return fmt.Errorf("unknown variant %q (want one of %s)", v, strings.Join(backends.VariantNames(), ", "))
+	}
+	return nil
+}
+
+// knownLockError refuses what --on-lock-error does not take.
+func knownLockError(v string) error {
+	if !slices.Contains(config.LockErrors, v) {
+		return fmt.Errorf("unknown on_lock_error %q (want one of %s)", v, strings.Join(config.LockErrors, ", "))
+	}
+	return nil
 }
 
 // LoadExpectations reads and validates an expectations file; path "" is
@@ -120,13 +163,16 @@ func LoadExpectations(path string) (*Expectations, error) {
 		return nil, fmt.Errorf("expectations %s: no rules", path)
 	}
 	for i, r := range e.Rules {
-		switch r.Expect {
-		case ExpectValid, ExpectInvalid, ExpectEither:
-		default:
-			return nil, fmt.Errorf("expectations %s: rule %d: expect %q (want valid, invalid or either)", path, i+1, r.Expect)
+		if err := checkExpect(r.Expect, r.Reason); err != nil {
+			return nil, fmt.Errorf("expectations %s: rule %d: %w", path, i+1, err)
 		}
-		if r.Reason == "" {
-			return nil, fmt.Errorf("expectations %s: rule %d has no reason", path, i+1)
+		if err := r.checkAxes(); err != nil {
+			return nil, fmt.Errorf("expectations %s: rule %d: %w", path, i+1, err)
+		}
+	}
+	for i := range e.Aimed {
+		if err := e.Aimed[i].check(i, e.Aimed[:i]); err != nil {
+			return nil, fmt.Errorf("expectations %s: %w", path, err)
 		}
 	}
 	for i := range e.Mutants {
@@ -180,6 +226,9 @@ func (e *Expectations) For(c Cell) (string, string) {
 func (e *Expectations) RuleFor(c Cell) (string, string) {
 	if c.Mutant != nil {
 		return mutantExpectation(c)
+	}
+	if c.Aimed != nil {
+		return c.Aimed.Expect, c.Aimed.Reason
 	}
 	expect, reason := ExpectEither, "no rule matches this cell"
 	if faults := strings.Split(c.Nemesis, config.Combine); len(faults) > 1 {

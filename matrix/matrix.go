@@ -30,24 +30,71 @@ type Cell struct {
 	// Mutant is set on the cells of the mutants preset.
 	Mutant *Mutant `json:"mutant,omitempty"`
 	// Variant is the client this cell runs: Mutant's variant, or the
-	// correct client as its control.
+	// correct client as its control; on a grid cell, its --variants value.
 	Variant string `json:"variant,omitempty"`
+	// The sweep axes (--ttls, --concurrencies, --rtts, --on-lock-errors,
+	// --check-leases, --works): Grid sets every one, from its axis or
+	// the shared flag. Unset, a field runs the base configuration's value
+	// and names and matches as the flag's default.
+	// RTT (a duration as time.Duration prints it) and CheckLease (on or
+	// off) are strings, not a duration and a bool, so that their zero is
+	// not a value: a cell at --rtt 0 below a base at 20ms runs 0.
+	TTL         config.Duration `json:"ttl,omitempty"`
+	Concurrency int             `json:"concurrency,omitempty"`
+	RTT         string          `json:"rtt,omitempty"`
+	OnLockError string          `json:"on_lock_error,omitempty"`
+	CheckLease  string          `json:"check_lease,omitempty"`
+	Work        string          `json:"work,omitempty"`
+	// FaultDuration is set where the cell's TTL is not the base's and
+	// --fault-duration was left to its default of two TTLs: the cell's
+	// faults last two of its own.
+	FaultDuration config.Duration `json:"fault_duration,omitempty"`
+	// Aimed is set on the aimed twin of a grid cell: the same cell run
+	// with the entry's overrides, so the fault lands where it decides.
+	Aimed *Aimed `json:"aimed,omitempty"`
 }
 
-// Name is how matrix.md and JUnit name the cell.
+// Name is how matrix.md and JUnit name the cell: its backend, workload,
+// fault, and fence or store, then each sweep axis whose value is not its
+// flag's default (axisNames), then an aimed twin's label.
 func (c Cell) Name() string {
 	if c.Mutant != nil {
 		return fmt.Sprintf("%s/%s/%s", c.Backend, c.Variant, c.Mutant.exposure())
 	}
-	if c.Store != config.DefaultStore {
-		return fmt.Sprintf("%s/%s/%s/store-%s", c.Backend, c.Workload, c.Nemesis, c.Store)
+	if c.Aimed != nil {
+		random := c
+		random.Aimed = nil
+		return random.Name() + "/aimed-" + c.Aimed.Label
 	}
-	return fmt.Sprintf("%s/%s/%s/fence-%s", c.Backend, c.Workload, c.Nemesis, c.Fence)
+	name := fmt.Sprintf("%s/%s/%s/fence-%s", c.Backend, c.Workload, c.Nemesis, c.Fence)
+	if c.Store != config.DefaultStore {
+		name = fmt.Sprintf("%s/%s/%s/store-%s", c.Backend, c.Workload, c.Nemesis, c.Store)
+		// A store the lock service keeps is its own fence, and every
+		// backend refuses another: such a cell is only ever left out,
+		// and its name says why it differs from its fence-none twin.
+		if c.Fence != string(store.FenceNone) {
+			name += "/fence-" + c.Fence
+		}
+	}
+	for _, a := range c.axisNames() {
+		name += "/" + a
+	}
+	return name
 }
 
-// Axes are the values a grid spans.
+// Axes are the values a grid spans. An empty sweep axis (TTLs and those
+// after it) is the base configuration's value alone.
 type Axes struct {
 	Backends, Workloads, Nemeses, Fences, Stores []string
+	TTLs, RTTs                                   []time.Duration
+	Concurrencies                                []int
+	Variants, OnLockErrors                       []string
+	// CheckLeases are CheckLeaseOn and CheckLeaseOff.
+	CheckLeases []string
+	Works       []string
+	// FixedFaultDuration is set when --fault-duration was given: every
+	// cell's faults last that long, whatever its TTL.
+	FixedFaultDuration bool
 }
 
 // Skipped is a combination the grid leaves out, and why.
@@ -58,23 +105,35 @@ type Skipped struct {
 
 // Grid expands the axes into cells, leaving out the combinations `run`
 // refuses (a fence for a lock without tokens, --store etcd without etcd, a
-// fault with nothing to act on), for the reason it gives.
-// base supplies everything else a run needs.
-func Grid(a Axes, base config.Config) ([]Cell, []Skipped) {
+// fault with nothing to act on, a TTL the backend cannot keep), for the
+// reason it gives. Right after each cell that the rules leave to chance
+// (either) and that an entry of exp's aimed matches comes its aimed twin;
+// exp nil adds none. base supplies everything else a run needs.
+func Grid(a Axes, base config.Config, exp *Expectations) ([]Cell, []Skipped) {
 	var cells []Cell
 	var skipped []Skipped
+	keep := func(c Cell) bool {
+		cfg := c.config(base)
+		if err := runner.Validate(&cfg); err != nil {
+			skipped = append(skipped, Skipped{Cell: c, Reason: strings.TrimPrefix(err.Error(), config.ErrUsage.Error()+": ")})
+			return false
+		}
+		cells = append(cells, c)
+		return true
+	}
 	for _, b := range a.Backends {
 		for _, w := range a.Workloads {
 			for _, n := range a.Nemeses {
 				for _, st := range a.Stores {
 					for _, f := range a.Fences {
-						c := Cell{Backend: b, Workload: w, Nemesis: n, Fence: f, Store: st}
-						cfg := c.config(base)
-						if err := runner.Validate(&cfg); err != nil {
-							skipped = append(skipped, Skipped{Cell: c, Reason: strings.TrimPrefix(err.Error(), config.ErrUsage.Error()+": ")})
-							continue
+						for _, c := range a.sweep(Cell{Backend: b, Workload: w, Nemesis: n, Fence: f, Store: st}, base) {
+							if !keep(c) || exp == nil {
+								continue
+							}
+							for _, twin := range exp.twins(c, a, base) {
+								keep(twin)
+							}
 						}
-						cells = append(cells, c)
 					}
 				}
 			}
@@ -90,6 +149,14 @@ func (c Cell) config(base config.Config) config.Config {
 	if c.Mutant != nil {
 		c.Mutant.apply(&cfg)
 		cfg.Variant = c.Variant
+		return cfg
+	}
+	c.applyAxes(&cfg)
+	if c.Aimed != nil {
+		c.Aimed.apply(&cfg)
+	}
+	if c.FaultDuration != 0 {
+		cfg.FaultDuration = c.FaultDuration
 	}
 	return cfg
 }

@@ -114,11 +114,11 @@ func TestJudge(t *testing.T) {
 }
 
 func TestGridLeavesOutRefusedCombinations(t *testing.T) {
-	base := config.Config{TTL: config.Duration(2 * time.Second), TimeLimit: config.Duration(10 * time.Second), Concurrency: 2,
+	base := config.Config{TTL: config.Duration(2 * time.Second), TimeLimit: config.Duration(10 * time.Second), Concurrency: config.DefaultConcurrency,
 		NemesisInterval: config.Duration(time.Second), FaultDuration: config.Duration(time.Second),
 		OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Second), Nodes: 5}
 	cells, skipped := Grid(Axes{Backends: []string{"redis", "redlock", "cas"}, Workloads: []string{"counter"},
-		Nemeses: []string{"pause", "partition"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base)
+		Nemeses: []string{"pause", "partition"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, base, nil)
 	// Fences: redlock and cas have no tokens (4 cells); partition: cas has
 	// no lock-service nodes (its fence-none cell, the other already gone).
 	if len(cells) != 7 || len(skipped) != 5 {
@@ -208,7 +208,7 @@ func TestCombinedFaults(t *testing.T) {
 		NemesisInterval: config.Duration(time.Second), FaultDuration: config.Duration(time.Second),
 		OpTimeout: config.Duration(time.Second), CheckTimeout: config.Duration(time.Second), Nodes: 5}
 	cells, skipped := Grid(Axes{Backends: []string{"redis"}, Workloads: []string{"counter"},
-		Nemeses: []string{"pause+partition", "pause+failover"}, Fences: []string{"none"}, Stores: []string{"lockbench"}}, base)
+		Nemeses: []string{"pause+partition", "pause+failover"}, Fences: []string{"none"}, Stores: []string{"lockbench"}}, base, nil)
 	if len(cells) != 1 || cells[0].Nemesis != "pause+partition" || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "Sentinel") {
 		t.Fatalf("cells %v, skipped %v: want pause+partition alone, failover refused on redis", cells, skipped)
 	}

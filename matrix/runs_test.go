@@ -1,6 +1,12 @@
 package matrix
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/store"
+)
 
 // TestForRun: a run's expectation is its cell's under the built-in rules
 // (redis under a pause: invalid without a fence, valid with every request
@@ -21,7 +27,9 @@ func TestForRun(t *testing.T) {
 		{"redis", "none+pause", "none", "correct", ExpectInvalid},
 		{"redis", "kill-client", "none", "setnx-expire", ExpectInvalid},
 	} {
-		if got := exp.ForRun(c.backend, "register", c.nemesis, c.fence, "lockbench", c.variant); got != c.want {
+		cfg := config.Config{Backend: c.backend, Workload: "register", Nemesis: strings.Split(c.nemesis, config.Combine),
+			Fence: store.Fence(c.fence), Store: "lockbench", Variant: c.variant}
+		if got := exp.ForRun(cfg); got != c.want {
 			t.Errorf("%+v: %s, want %s", c, got, c.want)
 		}
 	}

@@ -28,7 +28,7 @@ var shardBase = config.Config{TTL: config.Duration(2 * time.Second), TimeLimit: 
 func shardGrid(t *testing.T) []Cell {
 	t.Helper()
 	cells, _ := Grid(Axes{Backends: []string{"redis", "redlock", "etcd", "zookeeper", "cas", "nolock"}, Workloads: []string{"counter", "set"},
-		Nemeses: []string{"none", "pause"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, shardBase)
+		Nemeses: []string{"none", "pause"}, Fences: []string{"none", "all"}, Stores: []string{"lockbench"}}, shardBase, nil)
 	if len(cells) < 20 {
 		t.Fatalf("grid of %d cells", len(cells))
 	}

@@ -9,11 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/lockbench/lockbench/catalog"
+	"github.com/lockbench/lockbench/config"
 	"github.com/lockbench/lockbench/matrix"
+	"github.com/lockbench/lockbench/store"
 )
 
 // baselineFlags are compare's comparison against a baseline: another
@@ -82,14 +85,31 @@ func (b *baselineFlags) diff(c *catalog.Catalog, path string, q catalog.Query) (
 	}
 	d, err := catalog.AgainstBaseline(c, q, base, baseQ, catalog.BaselineOptions{
 		LatencyFactor: b.factor,
-		Expect: func(k map[string]string) string {
-			return exp.ForRun(k["backend"], k["workload"], k["nemesis"], k["fence"], k["store"], k["variant"])
-		},
+		Expect:        func(k map[string]string) string { return exp.ForRun(runConfig(k)) },
 	})
 	if err != nil {
 		return nil, fail(exitHarness, err)
 	}
 	return &d, nil
+}
+
+// runConfig is the configuration of the runs whose catalog.ExpectKeys have
+// the values k, as far as the matrix's rules read it. The catalog keeps no
+// column for --check-lease or --on-lock-error, so a rule on those judges
+// the runs as if they had the flags' defaults.
+func runConfig(k map[string]string) config.Config {
+	cfg := config.Config{Backend: k["backend"], Workload: k["workload"], Nemesis: strings.Split(k["nemesis"], config.Combine),
+		Fence: store.Fence(k["fence"]), Store: k["store"], Variant: k["variant"], Work: k["work"]}
+	// A value the catalog wrote that does not parse is left at zero,
+	// which the rules read as the flag's default.
+	if d, err := time.ParseDuration(k["ttl"]); err == nil {
+		cfg.TTL = config.Duration(d)
+	}
+	if d, err := time.ParseDuration(k["rtt"]); err == nil {
+		cfg.RTT = config.Duration(d)
+	}
+	cfg.Concurrency, _ = strconv.Atoi(k["concurrency"])
+	return cfg
 }
 
 // exit is the exit code the changes call for: 1 when one is of a kind

@@ -20,6 +20,7 @@ import (
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/store"
 	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // matrixJSON is a matrix as --json prints it: matrix.json's fields and
@@ -135,7 +136,8 @@ func newMatrixCmd() *cobra.Command {
 				{"--backends", axes.Backends, backends.Names()}, {"--workloads", axes.Workloads, config.Workloads},
 				// Each fault of a combination is checked.
 				{"--nemeses", config.SplitFaults(axes.Nemeses), runner.Nemeses()}, {"--fences", axes.Fences, fences},
-				{"--stores", axes.Stores, runner.Stores()},
+				{"--stores", axes.Stores, runner.Stores()}, {"--variants", axes.Variants, backends.VariantNames()},
+				{"--on-lock-errors", axes.OnLockErrors, config.LockErrors}, {"--check-leases", axes.CheckLeases, matrix.CheckLeases},
 			} {
 				for _, v := range a.values {
 					if !slices.Contains(a.all, v) {
@@ -143,11 +145,15 @@ func newMatrixCmd() *cobra.Command {
 					}
 				}
 			}
+			if err := sweepAxes(&axes, check); err != nil {
+				return fail(exitUsage, err)
+			}
+			axes.FixedFaultDuration = cmd.Flags().Changed("fault-duration")
 			var cells []matrix.Cell
 			var skipped []matrix.Skipped
 			switch preset {
 			case "":
-				cells, skipped = matrix.Grid(axes, base)
+				cells, skipped = matrix.Grid(axes, base, exp)
 			case matrix.PresetMutants:
 				if shard != nil {
 					return fail(exitUsage, fmt.Errorf("--preset %s runs on one machine: it cannot go with --shard", preset))
@@ -268,6 +274,17 @@ func newMatrixCmd() *cobra.Command {
 	f.StringSliceVar(&axes.Nemeses, "nemeses", []string{"none", "pause"}, "faults, one per cell; faults joined by "+config.Combine+" (pause"+config.Combine+"partition) are one cell running them all")
 	f.StringSliceVar(&axes.Fences, "fences", []string{"none", "all"}, "fence modes")
 	f.StringSliceVar(&axes.Stores, "stores", []string{"lockbench"}, "stores (etcd applies to the etcd backend, postgres to the postgres backend)")
+	// The sweep axes: each, when given, runs every cell at each of its
+	// values; when not, at the shared flag's value alone.
+	f.DurationSliceVar(&axes.TTLs, "ttls", nil, "lease TTLs to sweep (default --ttl's alone); a backend that cannot keep one (etcd counts whole seconds) leaves its cells out")
+	f.IntSliceVar(&axes.Concurrencies, "concurrencies", nil, "numbers of clients to sweep (default --concurrency's alone)")
+	f.DurationSliceVar(&axes.RTTs, "rtts", nil, "steady client round trips to sweep (default --rtt's alone)")
+	f.StringSliceVar(&axes.Variants, "variants", nil, "lock clients to sweep: "+config.Correct+" or known-broken variants (default --variant's alone); a backend without one leaves its cells out")
+	f.StringSliceVar(&axes.OnLockErrors, "on-lock-errors", nil, "what clients do when the lock service cannot be reached, side by side: "+strings.Join(config.LockErrors, ",")+" (default --on-lock-error's alone)")
+	f.StringSliceVar(&axes.CheckLeases, "check-leases", nil, "clients with --check-lease and without, side by side: "+strings.Join(matrix.CheckLeases, ",")+" (default --check-lease's alone)")
+	// A work distribution holds commas (tail:MIN-MAX,1/N,LONG): one
+	// value per flag.
+	f.StringArrayVar(&axes.Works, "works", nil, "work distribution to sweep, in --work's syntax, one per flag: --works fixed:100ms --works fixed:3s (default --work's alone)")
 	f.IntVar(&runs, "runs", 1, "runs per cell (a cell measured invalid runs as many times as its measurement says CI must: its R)")
 	f.BoolVar(&until, "until-decided", false, "run each cell until its runs decide its class (invalid with the R runs CI needs, valid, finding, or either at --max-runs), going on from the runs the catalog holds of it")
 	addStopRule(f, &rule)
@@ -298,6 +315,69 @@ func addStopRule(f *pflag.FlagSet, rule *matrix.StopRule) {
 	f.IntVar(&rule.MaxRuns, "max-runs", rule.MaxRuns, "runs after which a cell not decided is either")
 	f.IntVar(&rule.MaxCIRuns, "max-ci-runs", rule.MaxCIRuns, "the most runs CI may give a cell decided invalid (its R)")
 	f.Float64Var(&rule.Flake, "flake", rule.Flake, "the accepted chance that CI's R runs of an invalid cell all miss its anomaly")
+}
+
+// sweepAxes checks every value of the sweep axes as `run` would check its
+// flag, and that none is asked for twice (two cells would share a name),
+// before the grid: a typo must not silently empty a column. check is the
+// base configuration with a backend and no fault, which Validate accepts.
+func sweepAxes(axes *matrix.Axes, check config.Config) error {
+	try := func(flag string, set func(*config.Config)) error {
+		c := check
+		set(&c)
+		if err := runner.Validate(&c); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		return nil
+	}
+	for _, v := range axes.TTLs {
+		if err := try("--ttls", func(c *config.Config) { c.TTL = config.Duration(v) }); err != nil {
+			return err
+		}
+	}
+	for _, v := range axes.Concurrencies {
+		if err := try("--concurrencies", func(c *config.Config) { c.Concurrency = v }); err != nil {
+			return err
+		}
+	}
+	for _, v := range axes.RTTs {
+		if err := try("--rtts", func(c *config.Config) { c.RTT = config.Duration(v) }); err != nil {
+			return err
+		}
+	}
+	works := make([]workloads.Work, len(axes.Works))
+	for i, v := range axes.Works {
+		w, err := workloads.ParseWork(v)
+		if err != nil {
+			return fmt.Errorf("--works: %w", err)
+		}
+		works[i] = w
+	}
+	for _, d := range []struct{ flag, dup string }{
+		{"--ttls", repeated(axes.TTLs, nil)}, {"--concurrencies", repeated(axes.Concurrencies, nil)}, {"--rtts", repeated(axes.RTTs, nil)},
+		{"--variants", repeated(axes.Variants, nil)}, {"--on-lock-errors", repeated(axes.OnLockErrors, nil)},
+		{"--check-leases", repeated(axes.CheckLeases, nil)}, {"--works", repeated(works, axes.Works)},
+	} {
+		if d.dup != "" {
+			return fmt.Errorf("%s: %s is asked for twice", d.flag, d.dup)
+		}
+	}
+	return nil
+}
+
+// repeated is the first value that an earlier one equals (1s and 1000ms
+// are equal), as given (shown[i], or the value itself without shown), or
+// "" when there is none.
+func repeated[T comparable](values []T, shown []string) string {
+	for i, v := range values {
+		if slices.Contains(values[:i], v) {
+			if shown != nil {
+				return shown[i]
+			}
+			return fmt.Sprint(v)
+		}
+	}
+	return ""
 }
 
 // newMergeCmd is `matrix merge`: the shards of one grid as one matrix. It

@@ -40,9 +40,9 @@ type testFlags struct {
 }
 
 func (t *testFlags) add(f *pflag.FlagSet) {
-	f.IntVar(&t.cfg.Concurrency, "concurrency", 5, "number of clients, each in its own container")
+	f.IntVar(&t.cfg.Concurrency, "concurrency", config.DefaultConcurrency, "number of clients, each in its own container")
 	f.IntVar(&t.cfg.Nodes, "nodes", 5, "independent Redis nodes for redlock")
-	f.DurationVar(&t.ttl, "ttl", 2*time.Second, "lease time to live")
+	f.DurationVar(&t.ttl, "ttl", config.DefaultTTL, "lease time to live")
 	f.DurationVar(&t.limit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.Int64Var(&t.cfg.Seed, "seed", 0, "seed of every random choice (default random; always printed and stored)")
 	f.DurationVar(&t.interval, "nemesis-interval", 5*time.Second, "mean quiet time between faults")
@@ -60,9 +60,9 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&t.cfg.RedisPersistence, "redis-persistence", "none", "Redis persistence: none, everysec, always (AOF)")
 	f.StringVar(&t.cfg.PgLock, "pg-lock", "", "PostgreSQL advisory lock: "+locks.PgSession+" (pg_advisory_lock on a dedicated session; the default) or "+locks.PgXact+" (pg_advisory_xact_lock in an open transaction; the default with --store postgres)")
 	f.DurationVar(&t.pgIdle, "pg-idle-timeout", 0, "PostgreSQL's idle_session_timeout and idle_in_transaction_session_timeout (default off): they also end the session of a holder that is merely silent")
-	f.DurationVar(&t.workMax, "work-max", 200*time.Millisecond, "upper bound of the random work inside the critical section: the same as --work uniform:0-MAX")
+	f.DurationVar(&t.workMax, "work-max", config.DefaultWorkMax, "upper bound of the random work inside the critical section: the same as --work uniform:0-MAX")
 	f.StringVar(&t.think, "think", "", "distribution of the time a client waits between a release and its next acquire, in --work's syntax (default none: it acquires again at once)")
-	f.StringVar(&t.work, "work", "", "distribution of the work inside the critical section: uniform:MIN-MAX, fixed:D, or tail:MIN-MAX,1/N,LONG (one section in N works LONG) (default uniform:0-200ms)")
+	f.StringVar(&t.work, "work", "", "distribution of the work inside the critical section: uniform:MIN-MAX, fixed:D, or tail:MIN-MAX,1/N,LONG (one section in N works LONG) (default "+config.DefaultWork+")")
 	f.StringVar(&t.cfg.Variant, "variant", config.Correct, "lock client: "+config.Correct+", or a known-broken variant of the backend's client (see the README's variants table)")
 	f.StringVar(&t.cfg.Failpoint, "failpoint", "", "strike clients at this point of their code instead of at random moments (pause, kill-client, link): "+
 		workloads.FailSection+" (read done, work ahead), "+locks.FailAcquired+" (lock granted, Acquire not returned), "+
