@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/metrics"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // Keys are what runs can be selected and grouped by: test.json's
@@ -53,8 +54,11 @@ type Quantiles struct {
 type Group struct {
 	Key map[string]string `json:"key"`
 	// Runs are the runs in the group, Invalid those judged invalid,
-	// Unknown those judged neither way; InvalidInterval is the Wilson 95 %
-	// interval of Invalid over the judged runs (Runs − Unknown).
+	// Unknown those judged neither way (or discarded: stopped at their
+	// first anomaly, then not judged invalid); InvalidInterval is the
+	// Wilson 95 % interval of Invalid over the judged runs (Runs − Unknown).
+	// The measures below leave out runs stopped at their first anomaly,
+	// Faults (the unavailability samples) with them.
 	Runs            int        `json:"runs"`
 	Invalid         int        `json:"invalid"`
 	Unknown         int        `json:"unknown"`
@@ -207,8 +211,15 @@ func (c *Catalog) Compare(q Query) ([]Group, error) {
 	return out, nil
 }
 
+// add counts a run into the group. A run stopped at its first anomaly
+// counts for detection (its verdict, its anomalies) but not for the
+// measures, cut short where it went wrong; stopped and not judged invalid,
+// it stands for no verdict and counts as unknown.
 func (g *Group) add(v checkers.Verdict, sums []summary, m metrics.Run, dir string) {
 	g.Runs++
+	if rundir.Discarded(m.Stopped, v) {
+		v = checkers.Unknown
+	}
 	switch v {
 	case checkers.Invalid:
 		g.Invalid++
@@ -224,6 +235,10 @@ func (g *Group) add(v checkers.Verdict, sums []summary, m metrics.Run, dir strin
 			g.Anomalies[a.name]++
 		}
 	}
+	g.RunsAt = append(g.RunsAt, dir)
+	if m.Stopped {
+		return
+	}
 	for i, h := range []metrics.Histogram{m.AcquireWait, m.AcquireUncontended, m.Handover, m.RenewRTT, m.Unavailable} {
 		g.hists[i].Merge(h)
 	}
@@ -232,7 +247,6 @@ func (g *Group) add(v checkers.Verdict, sums []summary, m metrics.Run, dir strin
 	g.FenceRejects += m.FenceRejects
 	g.retries[0] += m.WritesFailed
 	g.retries[1] += m.WritesOK
-	g.RunsAt = append(g.RunsAt, dir)
 }
 
 func (g *Group) finish() {

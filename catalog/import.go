@@ -38,7 +38,9 @@ func Judged(dir string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("catalog: %w", err)
 	}
-	return Entry{Test: test, Dir: abs, Results: res, Metrics: metrics.Measure(h, res.Checkers)}, nil
+	m := metrics.Measure(h, res.Checkers)
+	m.Stopped = res.Stopped != nil
+	return Entry{Test: test, Dir: abs, Results: res, Metrics: m}, nil
 }
 
 // Import records every judged run under each path (a run's directory, a

@@ -169,8 +169,12 @@ type RunResult struct {
 	// FirstAnomaly is when the first anomaly happened, in seconds since
 	// the run began; absent when there was none.
 	FirstAnomaly *float64 `json:"first_anomaly_s,omitempty"`
-	CyclesPerSec float64  `json:"cycles_per_s"`
-	Error        string   `json:"error,omitempty"`
+	// CyclesPerSec is 0 for a run Stopped at its first anomaly, whose
+	// cycles over a cut-short run measure nothing comparable.
+	CyclesPerSec float64 `json:"cycles_per_s"`
+	// Stopped is set when --stop-at-first-anomaly ended the run early.
+	Stopped bool   `json:"stopped_at_first_anomaly,omitempty"`
+	Error   string `json:"error,omitempty"`
 	// Evidence is checkers.WeakEvidence for a valid run whose faults never
 	// put a holder past its lease.
 	Evidence string `json:"evidence,omitempty"`
@@ -350,13 +354,13 @@ func result(cfg config.Config, rep *rundir.Results, err error) RunResult {
 	if rep == nil {
 		return r
 	}
-	r.Verdict, r.Dir, r.Evidence = rep.Verdict, rep.Dir, rep.Evidence
+	r.Verdict, r.Dir, r.Evidence, r.Stopped = rep.Verdict, rep.Dir, rep.Evidence, rep.Stopped != nil
 	if err != nil {
 		// An interrupted or broken run judged its partial history: that
 		// is no verdict on the cell.
 		r.Verdict = checkers.Unknown
 	}
-	if n, ok := checkers.SectionsCompleted(rep.Checkers); ok {
+	if n, ok := checkers.SectionsCompleted(rep.Checkers); ok && !r.Stopped {
 		r.CyclesPerSec = float64(n) / cfg.TimeLimit.D().Seconds()
 	}
 	for _, c := range rep.Checkers {

@@ -92,10 +92,14 @@ func Markdown(dir string, s Summary) string {
 		var verdicts []string
 		var first []float64
 		var cycles float64
+		measured := 0 // runs whose cycles count: not stopped early
 		for _, r := range c.Runs {
 			v := string(r.Verdict)
 			if r.Evidence != "" {
 				v += " (weak)"
+			}
+			if r.Stopped {
+				v += " (stopped)"
 			}
 			if r.Dir != "" {
 				v = fmt.Sprintf("[%s](%s/report.html)", v, relDir(dir, r.Dir))
@@ -104,17 +108,22 @@ func Markdown(dir string, s Summary) string {
 			if r.FirstAnomaly != nil {
 				first = append(first, *r.FirstAnomaly)
 			}
-			cycles += r.CyclesPerSec
+			if !r.Stopped {
+				cycles += r.CyclesPerSec
+				measured++
+			}
 		}
 		firstCol := "—"
 		if len(first) > 0 {
 			firstCol = fmt.Sprintf("%.1f s", minOf(first))
 		}
-		if len(c.Runs) > 0 {
-			cycles /= float64(len(c.Runs))
+		// Every run stopped early: no throughput to show, rather than 0.
+		cyclesCol := "—"
+		if measured > 0 || len(c.Runs) == 0 {
+			cyclesCol = fmt.Sprintf("%.1f", cycles/float64(max(measured, 1)))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s | %.1f |\n", c.Cell.Name(), strings.Join(verdicts, " "),
-			c.Expect, outcomeMark[c.Outcome], 100*c.DetectionRate, firstCol, cycles)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s | %s |\n", c.Cell.Name(), strings.Join(verdicts, " "),
+			c.Expect, outcomeMark[c.Outcome], 100*c.DetectionRate, firstCol, cyclesCol)
 	}
 	b.WriteString("\nExpectations:\n\n")
 	for _, c := range s.Cells {

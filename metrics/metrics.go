@@ -43,6 +43,12 @@ type Run struct {
 	// of a checker that judged the run invalid, in s; nil when there is
 	// none, or no fault.
 	FirstAnomaly *float64 `json:"first_anomaly_s,omitempty"`
+	// Stopped is set for a run stopped at its first anomaly
+	// (results.json's stopped_at_first_anomaly), which Measure cannot
+	// tell from the history: cut short where it went wrong, its latencies
+	// and throughput are no sample of the test's, so comparisons count its
+	// verdict and anomalies but leave its measures out.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // CyclesPerSec is lock cycles (critical sections completed) per second.

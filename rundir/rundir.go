@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/checkers"
 	"github.com/lockbench/lockbench/config"
+	"github.com/lockbench/lockbench/history"
 )
 
 // Files of a run's directory.
@@ -77,6 +78,9 @@ type Test struct {
 	// Cell is the matrix cell the run was one of; absent for a run of its
 	// own.
 	Cell *Cell `json:"cell,omitempty"`
+	// Stopped is set when --stop-at-first-anomaly ended the run before
+	// its time limit.
+	Stopped *Stop `json:"stopped_at_first_anomaly,omitempty"`
 }
 
 // Cell is a run's place in a matrix: what pools it with the cell's other
@@ -90,6 +94,29 @@ type Cell struct {
 	// Spec is the cell itself (matrix.Cell), from which its expectation
 	// is found again.
 	Spec json.RawMessage `json:"spec"`
+}
+
+// Stop is how a run ended early at its first anomaly: the live count of
+// stale writes (those the store certainly accepted from a holder whose
+// token was no longer the newest) went above 0, and the workload then
+// ended as it does at the time limit. Times are on the history's clock,
+// ns since its time 0, so both can be found in history.jsonl.
+type Stop struct {
+	// At is when the workload was told to stop.
+	At int64 `json:"at_ns"`
+	// Write is the time of the ok of the stale write that tripped the
+	// stop, and Process the client that sent it.
+	Write   int64  `json:"write_ns"`
+	Process string `json:"process"`
+}
+
+// Discarded reports whether a run with verdict v, stopped at its first
+// anomaly when stopped, stands for no verdict at all. A stopped run is
+// cut short at the moment it looked broken; if the full check does not
+// confirm that it is invalid, what is left proves nothing (it is not a
+// run of the test's length), so it counts as an error, never as valid.
+func Discarded(stopped bool, v checkers.Verdict) bool {
+	return stopped && v != checkers.Invalid
 }
 
 // HostClass is what makes two runs' latencies comparable: the engine
@@ -145,7 +172,15 @@ type Results struct {
 	Lease   checkers.Lease `json:"lease"`
 	Notes   []string       `json:"notes,omitempty"`
 	Checked time.Time      `json:"checked"`
+	// Stopped is test.json's: set when the run was stopped at its first
+	// anomaly, which makes a verdict other than invalid no verdict (see
+	// Discarded).
+	Stopped *Stop `json:"stopped_at_first_anomaly,omitempty"`
 }
+
+// Discarded reports whether the run stands for no verdict (see the
+// function Discarded).
+func (rep *Results) Discarded() bool { return Discarded(rep.Stopped != nil, rep.Verdict) }
 
 // CutShortNote is the note a check or a report makes of a history or a
 // store log whose last line a crash cut short (history.ErrTruncated,
@@ -214,6 +249,10 @@ func (rep *Results) Print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  %13s          %s: %s\n", "", a.Kind, a.Message)
 		}
+	}
+	if s := rep.Stopped; s != nil {
+		fmt.Fprintf(w, "stopped at its first anomaly: %s's stale write at %s, the workload told to stop at %s\n",
+			s.Process, history.Seconds(s.Write), history.Seconds(s.At))
 	}
 	verdict := string(rep.Verdict)
 	if rep.Evidence != "" {

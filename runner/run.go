@@ -51,6 +51,17 @@ const (
 // the run was stopped before its time limit.
 var ErrInterrupted = errors.New("run interrupted: the verdict above covers only what was recorded before it")
 
+// ErrDiscarded is returned, with the report, for a run stopped at its
+// first anomaly that the full check did not judge invalid
+// (rundir.Discarded): it stands for no verdict.
+var ErrDiscarded = errors.New("run discarded")
+
+// stopCheckEvery is how often a run with StopAtFirstAnomaly asks the live
+// stale-write count whether to stop: often enough that the run ends within
+// a fraction of a second of the count going above 0, rarely enough that
+// sorting the pending writes costs nothing next to the run.
+const stopCheckEvery = 100 * time.Millisecond
+
 // Options are how to run, as opposed to what to test.
 type Options struct {
 	Results     string // root of the results tree
@@ -73,6 +84,12 @@ type Options struct {
 	// Cell, when set, is the matrix cell this run is one of, for
 	// test.json.
 	Cell *rundir.Cell
+	// StopAtFirstAnomaly ends the workload, as its time limit does, once
+	// the live count of stale writes (the status line's) is above 0. It
+	// changes when the run ends, not what it tests, so it is no part of
+	// the configuration; test.json's stopped_at_first_anomaly says when it
+	// struck.
+	StopAtFirstAnomaly bool
 }
 
 type run struct {
@@ -100,6 +117,8 @@ type run struct {
 	// versions receives, once, the versions of what the services run,
 	// asked while the workload runs; nil until up has asked.
 	versions <-chan map[string]string
+	// stopped is set when StopAtFirstAnomaly ended the workload.
+	stopped *rundir.Stop
 }
 
 // phase ends the phase under way, named name, and starts the next.
@@ -183,6 +202,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		if cerr != nil && err == nil {
 			err = cerr
 		}
+		if err == nil {
+			err = Discard(rep)
+		}
 	}()
 
 	if err := r.up(ctx, &test); err != nil {
@@ -197,6 +219,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 	// history is complete up to here, which `check` needs to know.
 	end := time.Now().UTC()
 	test.End, test.Interrupted = &end, interrupted
+	test.End = &end
+	test.Stopped = r.stopped
 	maps.Copy(test.Versions, <-r.versions)
 	if werr := rundir.WriteJSON(dir, rundir.TestFile, test); werr != nil && err == nil {
 		err = werr
@@ -205,6 +229,16 @@ func Run(ctx context.Context, cfg config.Config, opts Options) (rep *rundir.Resu
 		err = ErrInterrupted
 	}
 	return nil, err
+}
+
+// Discard is ErrDiscarded, saying why, for a judged run that stands for no
+// verdict (rundir.Discarded); nil for any other.
+func Discard(rep *rundir.Results) error {
+	if rep == nil || !rep.Discarded() {
+		return nil
+	}
+	return fmt.Errorf("%w: stopped at its first anomaly (%s's write at %s, counted stale live), yet the full check of the truncated run says %s: a run cut short counts only when it is invalid",
+		ErrDiscarded, rep.Stopped.Process, history.Seconds(rep.Stopped.Write), rep.Verdict)
 }
 
 // ensureImages builds, when missing, the images other than the node image
@@ -456,11 +490,29 @@ func (r *run) workload(ctx context.Context) (bool, error) {
 
 	tick := time.NewTicker(r.status.every())
 	defer tick.Stop()
+	var check <-chan time.Time // nil, never ready, unless asked to stop
+	if r.opts.StopAtFirstAnomaly {
+		t := time.NewTicker(stopCheckEvery)
+		defer t.Stop()
+		check = t.C
+	}
 	var nemErr error
 wait:
 	for {
 		select {
 		case <-limit.Done():
+			break wait
+		case <-check:
+			w, ok := r.status.firstStale()
+			if !ok {
+				continue
+			}
+			// Ended as at the time limit: the nemesis heals and returns,
+			// and the clients finish what they have in flight below.
+			r.stopped = &rundir.Stop{At: history.Mono() - r.epoch, Write: w.Time, Process: w.Process}
+			cancel()
+			r.status.say("  %s: stopping at the first anomaly: %s's write at %s was accepted from a stale holder",
+				history.Seconds(r.stopped.At), w.Process, history.Seconds(w.Time))
 			break wait
 		case nemErr = <-nemDone:
 			nemDone = nil

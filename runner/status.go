@@ -47,6 +47,9 @@ type staleWrites struct {
 	sentAfter map[string]int64
 	judged    int64 // acknowledged writes counted so far
 	count     int64
+	// first is the ok of the first write counted stale, once count > 0:
+	// what --stop-at-first-anomaly stops at.
+	first history.Event
 }
 
 func (w *staleWrites) observe(e history.Event) {
@@ -79,6 +82,9 @@ func (w *staleWrites) advance(all bool) {
 		case e.Token > 0:
 			w.judged++
 			if e.Token < w.sentAfter[e.Process] {
+				if w.count == 0 {
+					w.first = e
+				}
 				w.count++
 			}
 			w.newest = max(w.newest, e.Token)
@@ -172,6 +178,15 @@ func (s *status) draw() {
 		return
 	}
 	fmt.Fprintln(s.out, line)
+}
+
+// firstStale counts the writes every client's record has passed, as the
+// status line does, and returns the first of them found stale, if any.
+func (s *status) firstStale() (history.Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stale.advance(false)
+	return s.stale.first, s.stale.count > 0
 }
 
 // done ends the live line.

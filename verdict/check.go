@@ -55,7 +55,8 @@ func Check(dir string, o Options) (*rundir.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &rundir.Results{Dir: dir, Schema: rundir.ResultsSchema, Lockbench: Version(), Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC()}
+	rep := &rundir.Results{Dir: dir, Schema: rundir.ResultsSchema, Lockbench: Version(), Test: test.Name, Seed: test.Config.Seed, Checked: time.Now().UTC(),
+		Stopped: test.Stopped}
 	// The history and the store log are read side by side: each decodes
 	// its lines on every core, but each also has passes on one core
 	// (counting the lines, judging them in order) that the other fills.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -49,6 +50,11 @@ func newCheckCmd() *cobra.Command {
 			}
 			if err := out.emit(newRunJSON(rep)); err != nil {
 				return err
+			}
+			// Judged again, a run stopped at its first anomaly is
+			// discarded by the rule run applied to it.
+			if err := runner.Discard(rep); err != nil {
+				return fail(exitHarness, err)
 			}
 			return verdictExit(rep.Verdict)
 		},

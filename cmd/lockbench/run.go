@@ -35,6 +35,7 @@ type testFlags struct {
 	fence, method, mirror, results, work, think                 string
 	ttl, limit, interval, faultFor, workMax, opTimeout, checkTO time.Duration
 	restartDelay, pgIdle, linkDelay, rtt                        time.Duration
+	stop                                                        bool
 	ctl                                                         controllerFlag
 	cat                                                         catalogFlag
 }
@@ -71,6 +72,9 @@ func (t *testFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&t.opTimeout, "op-timeout", time.Second, "timeout of each store request and release")
 	f.BoolVar(&t.cfg.CheckLease, "check-lease", false, "clients skip the write when they already know their lease is lost (narrows, does not close, the window)")
 	f.DurationVar(&t.checkTO, "check-timeout", time.Minute, "bound on the linearizability search; past it the verdict is unknown")
+	f.BoolVar(&t.stop, stopFlag, false, "end the run, as at its time limit, once the live count has seen a write the store certainly accepted from a stale holder; "+
+		fmt.Sprintf("the truncated run counts only if judged invalid (else it is an error: run exits %d, matrix counts no verdict) and stays out of latency and throughput figures. ", exitHarness)+
+		"It serves only stale writes: in matrix it applies to every cell, and a cell whose runs never see one (a fence, --store etcd or postgres, a lock without tokens) runs to its time limit")
 	addImageFlags(f, &t.method, &t.mirror)
 	t.ctl.add(f)
 }
@@ -121,7 +125,7 @@ func (t *testFlags) config(cmd *cobra.Command) (config.Config, runner.Options, e
 		return cfg, runner.Options{}, fail(exitHarness, fmt.Errorf("find the lockbench binary: %w", err))
 	}
 	return cfg, runner.Options{Results: t.results, Binary: bin, ImageMethod: m, Mirror: t.mirror, Out: os.Stdout, Command: os.Args,
-		Controller: controllerOf()}, nil
+		Controller: controllerOf(), StopAtFirstAnomaly: t.stop}, nil
 }
 
 // stopSignals are the ways to end lockbench that can be caught: Ctrl-C,
@@ -168,9 +172,13 @@ func interruptible() (context.Context, func()) {
 	}
 }
 
+// stopFlag is --stop-at-first-anomaly: when a run ends, not what it tests,
+// so --replay allows it.
+const stopFlag = "stop-at-first-anomaly"
+
 // replayable are the flags --replay allows: where and how to run, never
 // what to test, which comes from the replayed run's test.json.
-var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running", "controller"}
+var replayable = []string{"replay", "results", "image-method", "debian-mirror", "test-count", "until-invalid", "json", "leave-running", "controller", stopFlag}
 
 func newRunCmd() *cobra.Command {
 	var (
