@@ -96,6 +96,7 @@ func decideCell(ctx context.Context, p Planned, base config.Config, opts runner.
 		rep, err := run(ctx, cfg, o)
 		r := result(cfg, rep, err)
 		cr.Runs = append(cr.Runs, r)
+		logRunError(log, c, err)
 		if errors.Is(err, runner.ErrInterrupted) || ctx.Err() != nil {
 			break
 		}
@@ -118,6 +119,15 @@ func decideCell(ctx context.Context, p Planned, base config.Config, opts runner.
 	}
 	fmt.Fprintf(log, "%s: %s\n", c.Name(), d)
 	return cr
+}
+
+// logRunError says why a run has no verdict, where the run's own lines
+// (its results directory, its faults) cannot: a teardown that failed
+// after the history was written leaves no report to read it in.
+func logRunError(log io.Writer, c Cell, err error) {
+	if err != nil {
+		fmt.Fprintf(log, "%s: the run ended without a verdict: %v\n", c.Name(), err)
+	}
 }
 
 // tallyOf is one run's tally.

@@ -287,6 +287,7 @@ func runCell(ctx context.Context, p Planned, runs int, base config.Config, opts 
 		fmt.Fprintf(log, "%s run %d/%d (seed %d)\n", c.Name(), i+1, runs, cfg.Seed)
 		rep, err := run(ctx, cfg, opts)
 		cr.Runs = append(cr.Runs, result(cfg, rep, err))
+		logRunError(log, c, err)
 	}
 	cr.Seconds = time.Since(began).Seconds()
 	cr.judge()

@@ -237,3 +237,29 @@ func TestCombinedFaults(t *testing.T) {
 		}
 	}
 }
+
+// A run whose teardown failed after its history was written has no
+// verdict; the matrix says why, in its log and in matrix.md, instead of a
+// bare "unknown".
+func TestRunErrorIsTold(t *testing.T) {
+	exp := &Expectations{Rules: []Rule{{Expect: ExpectValid, Reason: "safe"}}}
+	cell := Cell{Backend: "etcd", Workload: "counter", Nemesis: "pause", Fence: "all", Store: "lockbench"}
+	teardown := errors.New("remove network lockbench-86f30325: has active endpoints")
+	run := func(context.Context, config.Config, runner.Options) (*rundir.Results, error) { return nil, teardown }
+	var log strings.Builder
+	results := Run(context.Background(), Plan([]Cell{cell}), 1, 1, config.Config{TimeLimit: config.Duration(time.Second)}, runner.Options{}, exp, run, &log)
+	if r := results[0].Runs[0]; r.Verdict != checkers.Unknown || r.Error != teardown.Error() {
+		t.Fatalf("run %+v", r)
+	}
+	if want := "etcd/counter/pause/fence-all: the run ended without a verdict: " + teardown.Error(); !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, log.String())
+	}
+	dir := t.TempDir()
+	if err := Write(dir, Summary{Runs: 1, Cells: results}); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "matrix.md"))
+	if !strings.Contains(string(md), "has no verdict: "+teardown.Error()) {
+		t.Errorf("matrix.md does not say why the run has no verdict:\n%s", md)
+	}
+}

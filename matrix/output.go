@@ -132,6 +132,11 @@ func Markdown(dir string, s Summary) string {
 			// The stopping rule with its numbers, from every run pooled.
 			fmt.Fprintf(&b, "  - decided by %d earlier and %d new run(s): %s\n", c.Prior.Runs(), len(c.Runs), c.Decision)
 		}
+		for _, r := range c.Runs {
+			if r.Error != "" {
+				fmt.Fprintf(&b, "  - the run of seed %d has no verdict: %s\n", r.Seed, r.Error)
+			}
+		}
 	}
 	if len(s.Skipped) > 0 {
 		b.WriteString("\nLeft out:\n\n")
