@@ -161,5 +161,11 @@ func (e *Engine) removeNetwork(ctx context.Context, id string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	// Engine 20.10 can keep an endpoint after its container is gone, and
+	// only its restart releases it: say so, for no retry or forced
+	// disconnect will.
+	if ins, ierr := e.NetworkInspect(ctx, id, network.InspectOptions{}); ierr == nil && len(ins.Containers) == 0 {
+		return fmt.Errorf("%w (the engine keeps an endpoint with no container attached; restarting the engine releases it)", err)
+	}
 	return err
 }

@@ -75,7 +75,7 @@ func TestCleanLeavesLiveRuns(t *testing.T) {
 
 	out, code = clean(t)
 	for i, s := range runs {
-		if code != 0 || !strings.Contains(out, "kept run "+s.runID+": live") || strings.Contains(out, "(run "+s.runID+")") {
+		if (code != 0 && !othersFailed(out, runs)) || !strings.Contains(out, "kept run "+s.runID+": live") || strings.Contains(out, "(run "+s.runID+")") {
 			t.Errorf("clean beside live run %s: exit %d, it is not said kept, or was removed:\n%s", s.runID, code, out)
 		}
 		s.assertIntact(t, ids[i])
@@ -116,4 +116,26 @@ func TestCleanLeavesLiveRuns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(removed.dir, rundir.StoreFile)); err == nil {
 		t.Error("clean copied the store log of the live run it removed")
 	}
+}
+
+// othersFailed reports whether the errors in a plain clean's output all
+// name objects of runs other than these. The plain clean sweeps the whole
+// engine: an object another run left that the engine refuses to remove
+// (engine 20.10 can keep a network's endpoint after its container is gone,
+// until it restarts) fails that clean, rightly, but says nothing of how
+// clean treats these live runs, which the test is about.
+func othersFailed(out string, runs []*started) bool {
+	failed := false
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "removed ") || strings.HasPrefix(line, "kept run ") || strings.HasPrefix(line, "saved ") {
+			continue
+		}
+		failed = true
+		for _, s := range runs {
+			if strings.Contains(line, s.runID) {
+				return false
+			}
+		}
+	}
+	return failed
 }

@@ -27,6 +27,21 @@ func matrixJSON(t *testing.T, r result) matrixOut {
 	return m
 }
 
+// withoutVerdict is what a matrix's log says of its runs that ended
+// without a verdict, so that a failure names its cause in one place.
+func withoutVerdict(r result) string {
+	var why []string
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "ended without a verdict") {
+			why = append(why, line)
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return ":\n" + strings.Join(why, "\n")
+}
+
 // A small grid run whole and in two shards, all side by side, merges into the same cells, seeds, verdicts and expectations;
 // merge refuses a shard of another grid, a shard given twice, a missing
 // shard and a shard judged by other expectations, each with one line and
@@ -53,13 +68,13 @@ func TestShardsMergeIntoTheWholeMatrix(t *testing.T) {
 	wg.Wait()
 	whole, shards := rs[0], rs[1:]
 	if whole.exit != 0 {
-		t.Fatalf("whole grid: exit %d", whole.exit)
+		t.Fatalf("whole grid: exit %d%s", whole.exit, withoutVerdict(whole))
 	}
 	w := matrixJSON(t, whole)
 	var dirs []string
 	for i, s := range shards {
 		if s.exit != 0 {
-			t.Fatalf("shard %d: exit %d", i, s.exit)
+			t.Fatalf("shard %d: exit %d%s", i, s.exit, withoutVerdict(s))
 		}
 		m := matrixJSON(t, s)
 		if m.Shard == nil || len(m.Cells) == 0 {
