@@ -68,9 +68,15 @@ func Check(dir string, o Options) (*rundir.Results, error) {
 	read.Go(func() { log, logErr = store.ReadLogFile(filepath.Join(dir, rundir.StoreFile)) })
 	events, err := timeOrdered(dir)
 	read.Wait()
-	if errors.Is(err, history.ErrTruncated) {
+	switch {
+	case errors.Is(err, history.ErrTruncated):
 		rep.Notes = append(rep.Notes, rundir.CutShortNote(rundir.HistoryFile, err))
-	} else if err != nil {
+	case errors.Is(err, os.ErrNotExist):
+		// test.json without a history: a run that never got to record,
+		// or a directory put together by hand. Nothing to judge, and
+		// judging nothing as valid would be a guess.
+		return nil, fmt.Errorf("%w: %s has no %s", rundir.ErrNotARun, dir, rundir.HistoryFile)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.HistoryFile), err)
 	}
 	// A run whose harness was killed has no store log until clean saves

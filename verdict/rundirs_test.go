@@ -200,6 +200,18 @@ func TestCheckWithoutStoreLog(t *testing.T) {
 	wantVerdicts(t, got, verdictsOf("vvvvvv"))
 }
 
+// A run directory without its history is refused as bad input, never
+// judged; the twin with its history is judged valid above.
+func TestCheckRefusesARunWithoutHistory(t *testing.T) {
+	_, err := Check(goldenRun(t, "kill-client-kept", rundir.HistoryFile), testOptions)
+	if !IsBadInput(err) || !strings.Contains(err.Error(), "has no history.jsonl") {
+		t.Fatalf("a run without history: %v, want bad input naming history.jsonl", err)
+	}
+	if _, err := Check(goldenRun(t, "kill-client-kept"), testOptions); err != nil {
+		t.Fatalf("the twin with its history: %v", err)
+	}
+}
+
 // A store log whose last line a crash cut short is read as a history cut
 // short is: up to that line, with a note. Here the line lost is c3's
 // acknowledged write, so the ledger finds it acknowledged and not in the

@@ -55,6 +55,15 @@ func TestCheckRefusesMalformedInput(t *testing.T) {
 	if code := run([]string{"check", copyRun(t, golden)}); code != exitInvalid {
 		t.Errorf("check of a well-formed invalid run exited %d, want %d", code, exitInvalid)
 	}
+	// A test.json without its history is no run to judge; its twin, the
+	// same directory with the history, is judged.
+	noHistory := copyRun(t, golden)
+	if err := os.Remove(filepath.Join(noHistory, "history.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"check", noHistory}); code != exitUsage {
+		t.Errorf("check of a run without history.jsonl exited %d, want %d", code, exitUsage)
+	}
 }
 
 // The export holds one EDN map for each read and write of the counter,
